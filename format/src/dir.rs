@@ -1,0 +1,428 @@
+//! A directory of Task files: atomic writes, verified reads, crash clean-up.
+//!
+//! Invariants (see `docs/on-disk-format.md`):
+//! - A Task file is only ever created by renaming a complete, flushed temp file over its name,
+//!   so a reader sees either the previous Task or the new one, never a prefix of either.
+//! - Temp files are created with `create_new` under a random hidden name (`.tmp-<32 hex>`), so
+//!   concurrent writers in any number of threads, instances or processes never share one.
+//! - A read returns a Task only if the file parses as a Task whose `id` is the id asked for.
+
+use crate::id::{self, IdError};
+use crate::task::{self, TaskError};
+use serde_json::{Map, Value};
+use std::collections::hash_map::RandomState;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::hash::BuildHasher;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+/// Prefix of every temp file name. Hidden, so never mistaken for a Task file.
+pub const TEMP_PREFIX: &str = ".tmp-";
+
+/// A temp file older than this is a leftover from a crashed writer and may be removed.
+/// Real writes hold a temp file for milliseconds; an hour leaves room for a stalled disk.
+pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
+
+/// How hard a save works to survive power loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Flush the temp file's data before the rename and the directory after it: an
+    /// acknowledged save survives a crash of the process and of the machine.
+    #[default]
+    Full,
+    /// Skip both flushes: an acknowledged save survives a crash of the process (the rename is
+    /// still atomic) but may be lost, as a whole, if the machine loses power.
+    Relaxed,
+}
+
+/// What went wrong with a directory operation. Every variant names the file involved.
+#[derive(Debug)]
+pub enum DirError {
+    /// The id cannot name a Task.
+    InvalidId(IdError),
+    /// The document to save is not a Task.
+    InvalidTask(TaskError),
+    /// A Task file exists but does not hold the Task it should.
+    Corrupt { file: PathBuf, reason: String },
+    /// The file system refused.
+    Io {
+        op: &'static str,
+        file: PathBuf,
+        source: io::Error,
+    },
+}
+
+impl fmt::Display for DirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DirError::InvalidId(e) => e.fmt(f),
+            DirError::InvalidTask(e) => e.fmt(f),
+            DirError::Corrupt { file, reason } => {
+                write!(f, "corrupt task file {}: {reason}", file.display())
+            }
+            DirError::Io { op, file, source } => {
+                write!(f, "cannot {op} {}: {source}", file.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for DirError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DirError::InvalidId(e) => Some(e),
+            DirError::InvalidTask(e) => Some(e),
+            DirError::Corrupt { .. } => None,
+            DirError::Io { source, .. } => Some(source),
+        }
+    }
+}
+
+/// One directory holding one `<encoded-id>.json` file per Task.
+#[derive(Debug, Clone)]
+pub struct DirStore {
+    root: PathBuf,
+    durability: Durability,
+}
+
+impl DirStore {
+    /// A store over `root`, which must already exist. Nothing is read or written.
+    pub fn new(root: impl Into<PathBuf>, durability: Durability) -> Self {
+        DirStore {
+            root: root.into(),
+            durability,
+        }
+    }
+
+    /// The directory this store writes to.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The durability saves are made with.
+    pub fn durability(&self) -> Durability {
+        self.durability
+    }
+
+    /// The path of the file that holds (or would hold) the Task with this id.
+    pub fn path_of(&self, id: &str) -> Result<PathBuf, DirError> {
+        Ok(self
+            .root
+            .join(id::encode_id(id).map_err(DirError::InvalidId)?))
+    }
+
+    /// Reads the Task with this id as JSON text: `None` if there is no file for it.
+    ///
+    /// The text is checked to be a Task whose `id` is `id`; anything else is
+    /// [`DirError::Corrupt`], never `None` and never someone else's Task.
+    pub fn get_text(&self, id: &str) -> Result<Option<String>, DirError> {
+        let path = self.path_of(id)?;
+        let text = match fs::read(&path) {
+            Ok(bytes) => String::from_utf8(bytes).map_err(|e| DirError::Corrupt {
+                file: path.clone(),
+                reason: format!("not UTF-8 ({e})"),
+            })?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(DirError::Io {
+                    op: "read",
+                    file: path,
+                    source,
+                });
+            }
+        };
+        let stored_id = task::check_task_text(&text).map_err(|e| DirError::Corrupt {
+            file: path.clone(),
+            reason: e.to_string(),
+        })?;
+        if stored_id != id {
+            return Err(DirError::Corrupt {
+                file: path,
+                reason: id_mismatch(id, &stored_id),
+            });
+        }
+        Ok(Some(text))
+    }
+
+    /// Reads and parses the Task with this id (see [`DirStore::get_text`]).
+    pub fn get(&self, id: &str) -> Result<Option<Map<String, Value>>, DirError> {
+        let path = self.path_of(id)?;
+        let bytes = match fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(DirError::Io {
+                    op: "read",
+                    file: path,
+                    source,
+                });
+            }
+        };
+        let corrupt = |reason: String| DirError::Corrupt {
+            file: path.clone(),
+            reason,
+        };
+        let value: Value =
+            serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("not JSON ({e})")))?;
+        let task = task::into_task(value).map_err(|e| corrupt(e.to_string()))?;
+        let stored_id = task::task_id(&task).map_err(|e| corrupt(e.to_string()))?;
+        if stored_id != id {
+            return Err(corrupt(id_mismatch(id, stored_id)));
+        }
+        Ok(Some(task))
+    }
+
+    /// Saves a Task, replacing any earlier version with the same id.
+    pub fn save(&self, task: &Map<String, Value>) -> Result<(), DirError> {
+        let id = task::task_id(task).map_err(DirError::InvalidTask)?;
+        let text = serde_json::to_string(task)
+            .map_err(|e| DirError::InvalidTask(TaskError::NotJson(e.to_string())))?;
+        self.write(id, text.as_bytes())
+    }
+
+    /// Saves a Task given as JSON text, which is checked and then written exactly as given.
+    pub fn save_text(&self, text: &str) -> Result<(), DirError> {
+        let id = task::check_task_text(text).map_err(DirError::InvalidTask)?;
+        self.write(&id, text.as_bytes())
+    }
+
+    /// Atomically replaces the file for `id` with `contents`.
+    fn write(&self, id: &str, contents: &[u8]) -> Result<(), DirError> {
+        let target = self.path_of(id)?;
+        let (temp_path, mut temp) = self.create_temp()?;
+        let io_err = |op, file: &Path, source| DirError::Io {
+            op,
+            file: file.to_path_buf(),
+            source,
+        };
+        let result = temp
+            .write_all(contents)
+            .and_then(|()| match self.durability {
+                Durability::Full => temp.sync_data(),
+                Durability::Relaxed => Ok(()),
+            })
+            .map_err(|e| io_err("write", &temp_path, e))
+            .and_then(|()| {
+                drop(temp);
+                fs::rename(&temp_path, &target).map_err(|e| io_err("rename into", &target, e))
+            });
+        if let Err(e) = result {
+            // Best effort: the temp file is hidden and swept later if this fails too.
+            let _ = fs::remove_file(&temp_path);
+            return Err(e);
+        }
+        if self.durability == Durability::Full {
+            sync_dir(&self.root).map_err(|e| io_err("sync directory", &self.root, e))?;
+        }
+        Ok(())
+    }
+
+    fn create_temp(&self) -> Result<(PathBuf, File), DirError> {
+        let mut last_err = None;
+        for _ in 0..16 {
+            let path = self
+                .root
+                .join(format!("{TEMP_PREFIX}{:032x}", random_u128()));
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => return Ok((path, file)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some((path, e)),
+                Err(source) => {
+                    return Err(DirError::Io {
+                        op: "create temp file",
+                        file: path,
+                        source,
+                    });
+                }
+            }
+        }
+        let (file, source) = last_err.expect("the loop ran at least once");
+        Err(DirError::Io {
+            op: "create temp file",
+            file,
+            source,
+        })
+    }
+
+    /// Removes temp files left by writers that crashed before their rename: those whose last
+    /// change is older than `older_than`. Younger ones may belong to a live writer and stay.
+    /// Returns how many were removed; errors on single entries are skipped.
+    pub fn sweep_temp_files(&self, older_than: Duration) -> Result<usize, DirError> {
+        let entries = fs::read_dir(&self.root).map_err(|source| DirError::Io {
+            op: "list",
+            file: self.root.clone(),
+            source,
+        })?;
+        let now = SystemTime::now();
+        let mut removed = 0;
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            if !name.to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
+                continue;
+            }
+            let stale = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .map(|modified| now.duration_since(modified).unwrap_or_default() >= older_than)
+                .unwrap_or(false);
+            if stale && fs::remove_file(entry.path()).is_ok() {
+                removed += 1;
+            }
+        }
+        Ok(removed)
+    }
+}
+
+fn id_mismatch(wanted: &str, found: &str) -> String {
+    format!("holds task {found:?}, not {wanted:?}")
+}
+
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// 128 random bits from the standard library's per-process hasher keys (seeded from the OS,
+/// or from `wasi:random` inside a component), a counter, and the clock.
+fn random_u128() -> u128 {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    let hi = RandomState::new().hash_one((n, nanos));
+    let lo = RandomState::new().hash_one((nanos, n, hi));
+    (u128::from(hi) << 64) | u128::from(lo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn task(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => panic!("not an object"),
+        }
+    }
+
+    fn store(dir: &tempfile::TempDir) -> DirStore {
+        DirStore::new(dir.path(), Durability::Full)
+    }
+
+    #[test]
+    fn save_writes_one_compact_file_named_after_the_id() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = task(json!({"id": "abc-123", "status": {"state": "completed"}}));
+        store(&dir).save(&t).unwrap();
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["abc-123.json"]);
+        assert_eq!(
+            fs::read_to_string(dir.path().join("abc-123.json")).unwrap(),
+            r#"{"id":"abc-123","status":{"state":"completed"}}"#
+        );
+    }
+
+    #[test]
+    fn get_and_get_text_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        let t = task(json!({"id": "x", "n": 9007199254740993_u64, "z": -0.0}));
+        s.save(&t).unwrap();
+        assert_eq!(s.get("x").unwrap(), Some(t.clone()));
+        assert_eq!(
+            s.get_text("x").unwrap().unwrap(),
+            serde_json::to_string(&t).unwrap()
+        );
+        assert_eq!(s.get("y").unwrap(), None);
+        assert_eq!(s.get_text("y").unwrap(), None);
+    }
+
+    #[test]
+    fn a_file_holding_another_id_is_corrupt_not_a_hit() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.json"), r#"{"id":"b"}"#).unwrap();
+        for err in [
+            store(&dir).get("a").unwrap_err(),
+            store(&dir).get_text("a").unwrap_err(),
+        ] {
+            let msg = err.to_string();
+            assert!(matches!(err, DirError::Corrupt { .. }), "{msg}");
+            assert!(msg.contains("a.json") && msg.contains("\"b\""), "{msg}");
+        }
+    }
+
+    #[test]
+    fn truncated_file_is_corrupt() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.json"), r#"{"id":"a","status":{"#).unwrap();
+        assert!(matches!(
+            store(&dir).get("a"),
+            Err(DirError::Corrupt { .. })
+        ));
+        assert!(matches!(
+            store(&dir).get_text("a"),
+            Err(DirError::Corrupt { .. })
+        ));
+    }
+
+    #[test]
+    fn invalid_text_is_refused_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        for text in ["nope", "[]", "{}", r#"{"id":1}"#, r#"{"id":""}"#] {
+            let err = store(&dir).save_text(text).unwrap_err();
+            assert!(matches!(err, DirError::InvalidTask(_)), "{text}: {err}");
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn save_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        for durability in [Durability::Full, Durability::Relaxed] {
+            let s = DirStore::new(dir.path(), durability);
+            for i in 0..20 {
+                s.save_text(&format!(r#"{{"id":"t","i":{i}}}"#)).unwrap();
+            }
+        }
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["t.json"]);
+    }
+
+    #[test]
+    fn sweep_removes_only_stale_temp_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".tmp-stale");
+        let fresh = dir.path().join(".tmp-fresh");
+        let other = dir.path().join(".other");
+        for p in [&stale, &fresh, &other] {
+            fs::write(p, "{").unwrap();
+        }
+        let old = SystemTime::now() - STALE_TEMP_AGE - Duration::from_secs(5);
+        for p in [&stale, &other] {
+            File::options()
+                .write(true)
+                .open(p)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
+        assert_eq!(store(&dir).sweep_temp_files(STALE_TEMP_AGE).unwrap(), 1);
+        assert!(!stale.exists() && fresh.exists() && other.exists());
+    }
+
+    #[test]
+    fn temp_names_are_unique() {
+        let names: std::collections::HashSet<_> = (0..10_000).map(|_| random_u128()).collect();
+        assert_eq!(names.len(), 10_000);
+    }
+}

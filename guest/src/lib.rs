@@ -1,0 +1,52 @@
+//! The toolnexus file store as a WebAssembly component (world `toolnexus:task-store/task-store`).
+//!
+//! Build with `cargo build -p toolnexus-file-store-component --target wasm32-wasip2 --release`.
+//! It stores one JSON file per Task in the only directory the host preopens for it (guest path
+//! `/`), with exactly the native `FileTaskStore`'s format: both are [`toolnexus_format::DirStore`].
+//! It cannot see anything else on the host.
+
+wit_bindgen::generate!({
+    path: "../wit",
+    world: "task-store",
+});
+
+use exports::toolnexus::task_store::store::{Guest, StoreError};
+use std::sync::Once;
+use toolnexus_format::dir::STALE_TEMP_AGE;
+use toolnexus_format::{DirError, DirStore, Durability};
+
+/// The granted directory, as the guest sees it.
+const ROOT: &str = "/";
+
+struct FileStore;
+
+fn store() -> DirStore {
+    static SWEEP: Once = Once::new();
+    let store = DirStore::new(ROOT, Durability::Full);
+    // Once per instance: clear temp files left by writers that crashed mid-save.
+    SWEEP.call_once(|| {
+        let _ = store.sweep_temp_files(STALE_TEMP_AGE);
+    });
+    store
+}
+
+fn to_wit(err: DirError) -> StoreError {
+    let msg = err.to_string();
+    match err {
+        DirError::InvalidId(_) | DirError::InvalidTask(_) => StoreError::InvalidInput(msg),
+        DirError::Corrupt { .. } => StoreError::Corrupt(msg),
+        DirError::Io { .. } => StoreError::Io(msg),
+    }
+}
+
+impl Guest for FileStore {
+    fn get(id: String) -> Result<Option<String>, StoreError> {
+        store().get_text(&id).map_err(to_wit)
+    }
+
+    fn save(task: String) -> Result<(), StoreError> {
+        store().save_text(&task).map_err(to_wit)
+    }
+}
+
+export!(FileStore);

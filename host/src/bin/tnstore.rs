@@ -1,0 +1,154 @@
+//! `tnstore`: save and read A2A Tasks through any toolnexus store from a shell.
+//!
+//! Exit codes: 0 success; 1 no Task with that id; 2 bad input or usage (invalid Task JSON,
+//! invalid id, unknown or malformed selector); 3 the store failed (I/O, corrupt data, a failing
+//! component).
+
+use clap::{Parser, Subcommand};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolnexus::{Blame, FILE_STORE_COMPONENT, StoreError, Task, resolve_store};
+
+/// The store used when neither --store nor TNSTORE_STORE is given: the built-in file-store
+/// component over `.toolnexus/tasks` in the current directory.
+const DEFAULT_STORE: &str = "wasm:builtin?dir=.toolnexus/tasks";
+
+#[derive(Parser)]
+#[command(
+    name = "tnstore",
+    version,
+    about = "Save and read A2A Tasks through a toolnexus task store"
+)]
+struct Cli {
+    /// Store selector: memory, file:<dir>, wasm:<component>[?dir=<dir>] (wasm:builtin is the
+    /// embedded file-store component).
+    #[arg(long, global = true, env = "TNSTORE_STORE", default_value = DEFAULT_STORE)]
+    store: String,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Save (upsert) a Task given as JSON, from FILE or standard input (`-` or nothing).
+    Save {
+        /// File holding the Task JSON; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+    },
+    /// Print the Task with this id as JSON; exit 1 if there is none.
+    Get {
+        /// The Task id.
+        id: String,
+    },
+    /// Write the embedded file-store component to a file, for `--store wasm:<file>`.
+    Component {
+        /// Where to write the component (e.g. ./store.wasm).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+}
+
+enum Failure {
+    NotFound(String),
+    Usage(String),
+    Store(String),
+}
+
+impl From<StoreError> for Failure {
+    fn from(err: StoreError) -> Self {
+        match err.blame() {
+            Blame::Caller => Failure::Usage(err.to_string()),
+            Blame::Store | Blame::Environment => Failure::Store(err.to_string()),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tnstore: cannot start the async runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::NotFound(msg)) => {
+            eprintln!("tnstore: {msg}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(msg)) => {
+            eprintln!("tnstore: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Store(msg)) => {
+            eprintln!("tnstore: {msg}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Component { out } => {
+            std::fs::write(&out, FILE_STORE_COMPONENT)
+                .map_err(|e| Failure::Store(format!("cannot write {}: {e}", out.display())))?;
+            eprintln!(
+                "tnstore: wrote the file-store component to {}",
+                out.display()
+            );
+            Ok(())
+        }
+        Command::Save { file } => {
+            let text = read_input(file)?;
+            let task = Task::from_json(&text)?;
+            let store = open(cli.store).await?;
+            store.save(&task).await?;
+            eprintln!("tnstore: saved {:?}", task.id());
+            Ok(())
+        }
+        Command::Get { id } => {
+            let store = open(cli.store).await?;
+            match store.get(&id).await? {
+                Some(task) => {
+                    let mut out = std::io::stdout().lock();
+                    writeln!(out, "{task}")
+                        .map_err(|e| Failure::Store(format!("cannot write output: {e}")))
+                }
+                None => Err(Failure::NotFound(format!(
+                    "no task with id {id:?} in {}",
+                    store.describe()
+                ))),
+            }
+        }
+    }
+}
+
+async fn open(selector: String) -> Result<std::sync::Arc<dyn toolnexus::TaskStore>, Failure> {
+    tokio::task::spawn_blocking(move || resolve_store(selector))
+        .await
+        .map_err(|e| Failure::Store(format!("opening the store failed: {e}")))?
+        .map_err(Failure::from)
+}
+
+fn read_input(file: Option<PathBuf>) -> Result<String, Failure> {
+    let mut text = String::new();
+    match file {
+        Some(path) if path.as_os_str() != "-" => {
+            text = std::fs::read_to_string(&path)
+                .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+        }
+        _ => {
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| Failure::Usage(format!("cannot read standard input: {e}")))?;
+        }
+    }
+    Ok(text)
+}

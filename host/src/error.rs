@@ -1,0 +1,110 @@
+//! The one error type every store returns.
+
+use std::io;
+use std::path::PathBuf;
+pub use toolnexus_format::TaskError;
+
+/// What went wrong in a store operation or while resolving a store.
+///
+/// Each variant names what was wrong (the selector, the file, the id, the component) and says,
+/// through [`StoreError::blame`], whose fault it was.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The document given as a Task is not one (not JSON, not an object, no or bad `id`).
+    #[error("invalid task: {0}")]
+    InvalidTask(#[from] TaskError),
+
+    /// The id cannot name a Task (it is empty).
+    #[error("invalid task id {id:?}: {reason}")]
+    InvalidId { id: String, reason: String },
+
+    /// Stored data for an id exists but is not a valid Task with that id.
+    #[error("corrupt task data in {location}: {reason}")]
+    Corrupt { location: String, reason: String },
+
+    /// The storage underneath failed.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A store component broke the contract: it trapped, returned something that is not the
+    /// requested Task, or reported an error of its own.
+    #[error("store component {component} failed: {reason}")]
+    Component { component: String, reason: String },
+
+    /// A component could not be loaded: missing file, not a component, wrong world.
+    #[error("cannot load store component {component}: {reason}")]
+    Load { component: String, reason: String },
+
+    /// A selector string whose scheme is not one we know. Never a silent fallback.
+    #[error(
+        "Unknown A2A store {0:?}: expected \"memory\", \"file:<dir>\" or \"wasm:<component>[?dir=<dir>]\""
+    )]
+    UnknownSelector(String),
+
+    /// A selector with a known scheme but unusable arguments.
+    #[error("invalid A2A store selector {selector:?}: {reason}")]
+    InvalidSelector { selector: String, reason: String },
+}
+
+/// Whose fault an error is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blame {
+    /// The caller passed something invalid; retrying the same call fails the same way.
+    Caller,
+    /// The store's data or code is at fault (corrupt file, misbehaving component).
+    Store,
+    /// The environment failed (I/O); retrying may succeed.
+    Environment,
+}
+
+impl StoreError {
+    /// Whose fault this error is.
+    pub fn blame(&self) -> Blame {
+        match self {
+            StoreError::InvalidTask(_)
+            | StoreError::InvalidId { .. }
+            | StoreError::UnknownSelector(_)
+            | StoreError::InvalidSelector { .. } => Blame::Caller,
+            StoreError::Corrupt { .. } | StoreError::Component { .. } | StoreError::Load { .. } => {
+                Blame::Store
+            }
+            StoreError::Io { .. } => Blame::Environment,
+        }
+    }
+
+    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Self {
+        StoreError::Io {
+            context: context.into(),
+            source,
+        }
+    }
+}
+
+impl From<toolnexus_format::DirError> for StoreError {
+    fn from(err: toolnexus_format::DirError) -> Self {
+        use toolnexus_format::DirError;
+        match err {
+            DirError::InvalidId(e) => StoreError::InvalidId {
+                id: String::new(),
+                reason: e.to_string(),
+            },
+            DirError::InvalidTask(e) => StoreError::InvalidTask(e),
+            DirError::Corrupt { file, reason } => StoreError::Corrupt {
+                location: file.display().to_string(),
+                reason,
+            },
+            DirError::Io { op, file, source } => {
+                StoreError::io(format!("cannot {op} {}", file.display()), source)
+            }
+        }
+    }
+}
+
+pub(crate) fn display_path(path: &std::path::Path) -> String {
+    PathBuf::from(path).display().to_string()
+}

@@ -1,0 +1,52 @@
+//! Task persistence for A2A agent runtimes.
+//!
+//! An A2A runtime creates Tasks (`submitted → working → completed/failed/…`) and must find them
+//! again, across polls and restarts. This crate is the persistence seam for that: the
+//! [`TaskStore`] trait (`get` / `save`, async, usable as `Arc<dyn TaskStore>`) and its stores:
+//!
+//! - [`InMemoryTaskStore`]: the default, for the life of the process;
+//! - [`FileTaskStore`]: one JSON file per Task, atomic writes;
+//! - [`WasmTaskStore`]: any WebAssembly component of the `toolnexus:task-store` world (see
+//!   `wit/`), sandboxed by wasmtime; the file store itself ships as one.
+//!
+//! [`resolve_store`] picks one from a selector string such as `"file:./tasks"` or
+//! `"wasm:./store.wasm?dir=./tasks"`. It is not an A2A server or client; it is where one keeps
+//! its Tasks.
+//!
+//! ```no_run
+//! use toolnexus::serve::{resolve_store, Task};
+//! # async fn demo() -> Result<(), toolnexus::StoreError> {
+//! let store = resolve_store("wasm:builtin?dir=./tasks")?;
+//! store.save(&r#"{"id": "task-1", "status": {"state": "submitted"}}"#.parse::<Task>()?).await?;
+//! let task = store.get("task-1").await?.expect("just saved");
+//! assert_eq!(task.get("status").unwrap()["state"], "submitted");
+//! assert!(store.get("no-such-id").await?.is_none()); // a miss is None, never an error
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod file;
+mod memory;
+mod selector;
+mod store;
+mod task;
+mod wasm;
+
+pub use error::{Blame, StoreError, TaskError};
+pub use file::FileTaskStore;
+pub use memory::InMemoryTaskStore;
+pub use selector::{BUILTIN_COMPONENT, DEFAULT_DATA_DIR, StoreSelector, resolve_store};
+pub use store::TaskStore;
+pub use task::Task;
+pub use toolnexus_format::Durability;
+pub use wasm::{
+    ComponentSource, FILE_STORE_COMPONENT, STORE_INTERFACE, WasmTaskStore, WasmTaskStoreBuilder,
+};
+
+/// The names the reference Python and JavaScript packages use (`toolnexus.serve`).
+pub mod serve {
+    pub use crate::{
+        FileTaskStore, InMemoryTaskStore, StoreError, StoreSelector, Task, TaskStore,
+        WasmTaskStore, resolve_store,
+    };
+}

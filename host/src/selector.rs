@@ -1,0 +1,185 @@
+//! [`resolve_store`]: one selector string (or an already-built store) → a store.
+
+use crate::error::StoreError;
+use crate::file::FileTaskStore;
+use crate::memory::InMemoryTaskStore;
+use crate::store::TaskStore;
+use crate::wasm::{ComponentSource, WasmTaskStore};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where durable stores keep Tasks when no directory is named: `.toolnexus/tasks` under the
+/// current directory.
+pub const DEFAULT_DATA_DIR: &str = ".toolnexus/tasks";
+
+/// The component path that names the file-store component embedded in this crate.
+pub const BUILTIN_COMPONENT: &str = "builtin";
+
+/// What [`resolve_store`] accepts: nothing (the default), a selector string, or a store.
+#[derive(Clone)]
+pub enum StoreSelector {
+    /// No selector: the in-memory store.
+    Default,
+    /// A selector string, such as `"memory"`, `"file:./tasks"` or `"wasm:./store.wasm"`.
+    Named(String),
+    /// An already-built store, used as it is.
+    Store(Arc<dyn TaskStore>),
+}
+
+impl From<&str> for StoreSelector {
+    fn from(s: &str) -> Self {
+        StoreSelector::Named(s.to_owned())
+    }
+}
+
+impl From<String> for StoreSelector {
+    fn from(s: String) -> Self {
+        StoreSelector::Named(s)
+    }
+}
+
+impl From<Option<&str>> for StoreSelector {
+    fn from(s: Option<&str>) -> Self {
+        s.map_or(StoreSelector::Default, StoreSelector::from)
+    }
+}
+
+impl From<Option<String>> for StoreSelector {
+    fn from(s: Option<String>) -> Self {
+        s.map_or(StoreSelector::Default, StoreSelector::Named)
+    }
+}
+
+impl From<Arc<dyn TaskStore>> for StoreSelector {
+    fn from(store: Arc<dyn TaskStore>) -> Self {
+        StoreSelector::Store(store)
+    }
+}
+
+/// Turns a selector into a store.
+///
+/// | selector | store |
+/// |---|---|
+/// | none, `"memory"` | a new [`InMemoryTaskStore`] |
+/// | `"file:<dir>"` | [`FileTaskStore`] over `<dir>` (created if missing) |
+/// | `"wasm:<component>[?dir=<dir>]"` | [`WasmTaskStore`] running the component file, granted `<dir>` (default [`DEFAULT_DATA_DIR`]); `wasm:builtin` is the embedded file-store component |
+/// | an `Arc<dyn TaskStore>` | that same store |
+/// | anything else | [`StoreError::UnknownSelector`]: `Unknown A2A store "…"` |
+///
+/// A `wasm:` component is loaded, compiled and checked here, so a missing or wrong component
+/// fails now rather than at the first call (compiling may take a second: from async code, call
+/// this in `spawn_blocking`).
+pub fn resolve_store(selector: impl Into<StoreSelector>) -> Result<Arc<dyn TaskStore>, StoreError> {
+    let selector = match selector.into() {
+        StoreSelector::Default => return Ok(Arc::new(InMemoryTaskStore::new())),
+        StoreSelector::Store(store) => return Ok(store),
+        StoreSelector::Named(s) => s,
+    };
+    let invalid = |reason: &str| StoreError::InvalidSelector {
+        selector: selector.clone(),
+        reason: reason.to_owned(),
+    };
+    if selector == "memory" {
+        return Ok(Arc::new(InMemoryTaskStore::new()));
+    }
+    if let Some(dir) = selector.strip_prefix("file:") {
+        if dir.is_empty() {
+            return Err(invalid("no directory after \"file:\""));
+        }
+        return Ok(Arc::new(FileTaskStore::new(dir)?));
+    }
+    if let Some(rest) = selector.strip_prefix("wasm:") {
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if path.is_empty() {
+            return Err(invalid(
+                "no component after \"wasm:\" (a path, or \"builtin\")",
+            ));
+        }
+        let source = if path == BUILTIN_COMPONENT {
+            ComponentSource::BuiltinFileStore
+        } else {
+            ComponentSource::File(PathBuf::from(path))
+        };
+        let mut builder = WasmTaskStore::builder(source);
+        for (key, value) in parse_query(query).map_err(|e| invalid(&e))? {
+            match key.as_str() {
+                "dir" if value.is_empty() => return Err(invalid("empty \"dir\"")),
+                "dir" => builder = builder.dir(value),
+                "instances" => {
+                    let n = value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| *n > 0)
+                        .ok_or_else(|| {
+                            invalid(&format!(
+                                "\"instances\" must be a positive integer, not {value:?}"
+                            ))
+                        })?;
+                    builder = builder.max_instances(n);
+                }
+                other => {
+                    return Err(invalid(&format!(
+                        "unknown option {other:?} (known: dir, instances)"
+                    )));
+                }
+            }
+        }
+        return Ok(Arc::new(builder.build()?));
+    }
+    Err(StoreError::UnknownSelector(selector))
+}
+
+/// `a=1&b=x%26y` → `[("a","1"), ("b","x&y")]`. Each key at most once.
+fn parse_query(query: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("option {pair:?} has no \"=value\""))?;
+        let (key, value) = (percent_decode(key)?, percent_decode(value)?);
+        if out.iter().any(|(k, _)| *k == key) {
+            return Err(format!("option {key:?} is given twice"));
+        }
+        out.push((key, value));
+    }
+    Ok(out)
+}
+
+fn percent_decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let byte = s
+                .get(i + 1..i + 3)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                .ok_or_else(|| format!("bad percent escape in {s:?}"))?;
+            out.push(byte);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| format!("{s:?} does not decode to UTF-8"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_is_split_and_decoded() {
+        assert_eq!(
+            parse_query("dir=a%26b&instances=2").unwrap(),
+            [
+                ("dir".to_owned(), "a&b".to_owned()),
+                ("instances".to_owned(), "2".to_owned())
+            ]
+        );
+        assert!(parse_query("dir").is_err());
+        assert!(parse_query("dir=a&dir=b").is_err());
+        assert!(parse_query("dir=%zz").is_err());
+    }
+}

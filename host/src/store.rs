@@ -1,0 +1,45 @@
+//! The [`TaskStore`] trait: the persistence seam of an A2A runtime.
+
+use crate::error::StoreError;
+use crate::task::Task;
+use std::any::Any;
+
+/// Where an A2A runtime keeps its Tasks.
+///
+/// Two operations, both async, both safe to call concurrently from many tasks:
+/// - [`get`](TaskStore::get): the current version of a Task, or `None` on a miss (a miss is
+///   never an error);
+/// - [`save`](TaskStore::save): upsert by the Task's `id`.
+///
+/// Use stores as `Arc<dyn TaskStore>`; implement the trait to supply your own backend. A store
+/// never blocks the async worker thread it is called on: file I/O and component calls run on
+/// Tokio's blocking pool, so the file and component stores need a Tokio runtime.
+///
+/// Stores are `Any`, so a caller can recover the concrete type:
+/// `(&*store as &dyn Any).downcast_ref::<FileTaskStore>()`.
+#[async_trait::async_trait]
+pub trait TaskStore: Any + Send + Sync {
+    /// The current version of the Task with this id, or `None` if there is none.
+    ///
+    /// Errors only when the id is invalid (empty) or the store cannot answer (I/O failure,
+    /// corrupt data, a failing component), never for a plain miss.
+    async fn get(&self, id: &str) -> Result<Option<Task>, StoreError>;
+
+    /// Saves the Task, replacing any earlier version with the same id. Once this returns `Ok`,
+    /// every later `get` of the id (through this store or, for durable stores, a fresh one over
+    /// the same storage) returns this version until the next save.
+    async fn save(&self, task: &Task) -> Result<(), StoreError>;
+
+    /// A short description for logs and errors, such as `file:/var/tasks`.
+    fn describe(&self) -> String;
+}
+
+pub(crate) fn check_id(id: &str) -> Result<(), StoreError> {
+    if id.is_empty() {
+        return Err(StoreError::InvalidId {
+            id: String::new(),
+            reason: "task id is empty".into(),
+        });
+    }
+    Ok(())
+}

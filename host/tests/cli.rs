@@ -1,0 +1,165 @@
+//! `tnstore` as a user runs it: a real process, real files, exit codes.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+const TNSTORE: &str = env!("CARGO_BIN_EXE_tnstore");
+
+fn tnstore(cwd: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+    let mut child = Command::new(TNSTORE)
+        .current_dir(cwd)
+        .args(args)
+        .env_remove("TNSTORE_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tnstore starts");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+const TASK: &str = r#"{"id": "task-1", "status": {"state": "submitted"}}"#;
+
+#[test]
+fn default_store_persists_under_dot_toolnexus() {
+    let cwd = tempfile::tempdir().unwrap();
+    let saved = tnstore(cwd.path(), &["save"], Some(TASK));
+    assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
+    assert!(cwd.path().join(".toolnexus/tasks/task-1.json").is_file());
+    let got = tnstore(cwd.path(), &["get", "task-1"], None);
+    assert_eq!(got.status.code(), Some(0), "{}", stderr(&got));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&got)).unwrap();
+    assert_eq!(
+        value,
+        serde_json::json!({"id": "task-1", "status": {"state": "submitted"}})
+    );
+}
+
+#[test]
+fn every_store_kind_round_trips_through_the_cli() {
+    let cwd = tempfile::tempdir().unwrap();
+    let component = tnstore(cwd.path(), &["component", "--out", "store.wasm"], None);
+    assert_eq!(component.status.code(), Some(0), "{}", stderr(&component));
+    for selector in [
+        "file:./files",
+        "wasm:./store.wasm?dir=./wasm-tasks",
+        "wasm:builtin?dir=./b",
+    ] {
+        fs::write(cwd.path().join("task.json"), TASK).unwrap();
+        let saved = tnstore(
+            cwd.path(),
+            &["--store", selector, "save", "task.json"],
+            None,
+        );
+        assert_eq!(
+            saved.status.code(),
+            Some(0),
+            "{selector}: {}",
+            stderr(&saved)
+        );
+        let got = tnstore(cwd.path(), &["--store", selector, "get", "task-1"], None);
+        assert_eq!(got.status.code(), Some(0), "{selector}: {}", stderr(&got));
+        assert!(stdout(&got).contains("\"submitted\""), "{selector}");
+    }
+}
+
+#[test]
+fn the_store_can_come_from_the_environment() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = Command::new(TNSTORE)
+        .current_dir(cwd.path())
+        .env("TNSTORE_STORE", "file:./from-env")
+        .args(["get", "nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(cwd.path().join("from-env").is_dir());
+}
+
+#[test]
+fn a_miss_exits_1_with_a_message() {
+    let cwd = tempfile::tempdir().unwrap();
+    let got = tnstore(cwd.path(), &["--store", "file:./t", "get", "nope"], None);
+    assert_eq!(got.status.code(), Some(1));
+    assert!(
+        stderr(&got).contains("no task with id \"nope\""),
+        "{}",
+        stderr(&got)
+    );
+    assert!(stdout(&got).is_empty());
+}
+
+#[test]
+fn bad_input_exits_2_and_writes_nothing() {
+    let cwd = tempfile::tempdir().unwrap();
+    let cases = [
+        ("not json", "not valid JSON"),
+        ("[1]", "must be a JSON object"),
+        ("{}", "no \"id\""),
+        (r#"{"id": 5}"#, "must be a string"),
+        (r#"{"id": ""}"#, "empty"),
+    ];
+    for (input, want) in cases {
+        let out = tnstore(
+            cwd.path(),
+            &["--store", "file:./t", "save", "-"],
+            Some(input),
+        );
+        assert_eq!(out.status.code(), Some(2), "{input}");
+        assert!(stderr(&out).contains(want), "{input}: {}", stderr(&out));
+    }
+    // The store directory is never even created for invalid input.
+    assert!(!cwd.path().join("t").exists());
+    let out = tnstore(cwd.path(), &["--store", "file:./t", "get", ""], None);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn bad_selectors_and_usage_exit_2() {
+    let cwd = tempfile::tempdir().unwrap();
+    let unknown = tnstore(cwd.path(), &["--store", "nats://x", "get", "a"], None);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("Unknown A2A store \"nats://x\""),
+        "{}",
+        stderr(&unknown)
+    );
+    let usage = tnstore(cwd.path(), &["frobnicate"], None);
+    assert_eq!(usage.status.code(), Some(2));
+    let missing_file = tnstore(
+        cwd.path(),
+        &["--store", "memory", "save", "nope.json"],
+        None,
+    );
+    assert_eq!(missing_file.status.code(), Some(2));
+}
+
+#[test]
+fn store_failures_exit_3() {
+    let cwd = tempfile::tempdir().unwrap();
+    fs::create_dir(cwd.path().join("t")).unwrap();
+    fs::write(cwd.path().join("t/bad.json"), "{broken").unwrap();
+    let out = tnstore(cwd.path(), &["--store", "file:./t", "get", "bad"], None);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(stderr(&out).contains("bad.json"), "{}", stderr(&out));
+    let missing = tnstore(
+        cwd.path(),
+        &["--store", "wasm:./none.wasm", "get", "a"],
+        None,
+    );
+    assert_eq!(missing.status.code(), Some(3), "{}", stderr(&missing));
+    assert!(stderr(&missing).contains("none.wasm"));
+}

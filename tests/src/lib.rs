@@ -1,0 +1,76 @@
+//! The suites every toolnexus task store must pass, and the helpers they share.
+//!
+//! `tests/conformance.rs` runs [`suite`] against the memory, native file and component stores;
+//! other files in `tests/` cover what only some stores have (files on disk, processes, selectors).
+//! A store supplied by a host can reuse the suite: implement [`StoreFactory`] and call the
+//! functions in [`suite`].
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolnexus::{Task, TaskStore};
+
+pub mod suite;
+
+/// Opens stores of one kind, over a directory where the kind uses one.
+pub trait StoreFactory: Send + Sync {
+    /// A store over `dir`. Opening twice over the same `dir` must give stores that see each
+    /// other's saves if [`StoreFactory::durable`] is true.
+    fn open(&self, dir: &Path) -> Arc<dyn TaskStore>;
+    /// Whether saves survive a fresh store over the same directory.
+    fn durable(&self) -> bool;
+}
+
+/// The vectors shared by every implementation: `../shared/vectors/tasks` beside the checkout.
+pub fn vectors_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors/tasks");
+    assert!(
+        dir.is_dir(),
+        "the shared test vectors are missing: expected them at {}",
+        dir.display()
+    );
+    dir
+}
+
+/// Every vector as (file name, Task).
+pub fn vectors() -> Vec<(String, Task)> {
+    let mut out: Vec<_> = std::fs::read_dir(vectors_dir())
+        .expect("vectors directory is readable")
+        .map(|e| e.expect("vectors directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).expect("vector is readable");
+            let task = Task::from_json(&text)
+                .unwrap_or_else(|e| panic!("vector {} is not a Task: {e}", p.display()));
+            (p.file_name().unwrap().to_string_lossy().into_owned(), task)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    assert!(
+        out.len() >= 8,
+        "expected at least 8 vectors, found {}",
+        out.len()
+    );
+    out
+}
+
+/// One vector by file name.
+pub fn vector(name: &str) -> Task {
+    vectors()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no vector named {name}"))
+        .1
+}
+
+/// Builds a Task from a `json!` value, panicking on a test's own mistake.
+pub fn task(value: Value) -> Task {
+    Task::try_from(value).expect("test task is valid")
+}
+
+/// The state of a Task (`status.state`), for assertions.
+pub fn state(task: &Task) -> &str {
+    task.get("status")
+        .and_then(|s| s["state"].as_str())
+        .unwrap_or("<none>")
+}

@@ -1,0 +1,236 @@
+//! What only file-backed stores have: the on-disk format, shared byte for byte by the native
+//! store and the component, corrupt files, temp files and crash leftovers.
+
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use toolnexus::{FileTaskStore, StoreError, TaskStore, WasmTaskStore};
+use toolnexus_conformance::{task, vectors};
+
+fn native(dir: &Path) -> Arc<dyn TaskStore> {
+    Arc::new(FileTaskStore::new(dir).unwrap())
+}
+
+fn component(dir: &Path) -> Arc<dyn TaskStore> {
+    Arc::new(WasmTaskStore::file_store(dir).unwrap())
+}
+
+type Open = fn(&Path) -> Arc<dyn TaskStore>;
+const BOTH: [(&str, Open); 2] = [("native", native), ("component", component)];
+
+/// File name → contents, for comparing whole directories.
+fn snapshot(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn odd_tasks() -> Vec<toolnexus::Task> {
+    let mut tasks: Vec<_> = vectors().into_iter().map(|(_, t)| t).collect();
+    for id in [
+        "a/b",
+        "a_b",
+        "a%2Fb",
+        "..",
+        ".hidden",
+        "nul\0",
+        &"z".repeat(400),
+    ] {
+        tasks.push(task(json!({"id": id, "status": {"state": "working"}})));
+    }
+    tasks
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn native_and_component_write_byte_identical_directories() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (n, c) = (native(a.path()), component(b.path()));
+    for t in odd_tasks() {
+        n.save(&t).await.unwrap();
+        c.save(&t).await.unwrap();
+    }
+    let (left, right) = (snapshot(a.path()), snapshot(b.path()));
+    assert_eq!(left.len(), odd_tasks().len());
+    assert_eq!(left, right);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn each_reads_what_the_other_wrote() {
+    for (writer_name, writer) in BOTH {
+        for (reader_name, reader) in BOTH {
+            let dir = tempfile::tempdir().unwrap();
+            let w = writer(dir.path());
+            for t in odd_tasks() {
+                w.save(&t).await.unwrap();
+            }
+            let r = reader(dir.path());
+            for t in odd_tasks() {
+                let got = r.get(t.id()).await.unwrap();
+                assert_eq!(
+                    got.as_ref(),
+                    Some(&t),
+                    "{writer_name} → {reader_name}: {:?}",
+                    t.id()
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn simple_ids_map_to_readable_file_names() {
+    for (name, open) in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        let t = task(json!({"id": "abc-123", "status": {"state": "completed"},
+            "artifacts": [{"parts": [{"kind": "text", "text": "hi"}]}]}));
+        store.save(&t).await.unwrap();
+        let text = fs::read_to_string(dir.path().join("abc-123.json")).unwrap();
+        assert_eq!(
+            text,
+            t.to_json(),
+            "{name}: one compact JSON file per task id"
+        );
+        assert_eq!(snapshot(dir.path()).len(), 1, "{name}: no other file");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_written_by_another_implementation_is_read() {
+    // Another implementation (the Python or JS packages) may write pretty-printed JSON.
+    for (name, open) in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(
+            dir.path().join("task-1.json"),
+            "{\n  \"id\": \"task-1\",\n  \"status\": {\"state\": \"submitted\"}\n}\n",
+        )
+        .unwrap();
+        let got = open(dir.path()).get("task-1").await.unwrap().unwrap();
+        assert_eq!(
+            got,
+            json!({"id": "task-1", "status": {"state": "submitted"}}),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn corrupt_files_are_errors_that_name_the_file() {
+    let cases: [(&str, &[u8]); 5] = [
+        ("not json", b"{\"id\": \"t\", \"status\": {"),
+        ("not an object", b"[1, 2, 3]"),
+        ("no id", b"{\"status\": {}}"),
+        ("another id", b"{\"id\": \"someone-else\"}"),
+        ("not utf-8", b"{\"id\": \"t\", \"x\": \"\xff\"}"),
+    ];
+    for (name, open) in BOTH {
+        for (case, bytes) in cases {
+            let dir = tempfile::tempdir().unwrap();
+            let store = open(dir.path());
+            fs::write(dir.path().join("t.json"), bytes).unwrap();
+            let err = store.get("t").await.expect_err(case);
+            let msg = err.to_string();
+            assert!(
+                matches!(err, StoreError::Corrupt { .. }),
+                "{name}/{case}: {msg}"
+            );
+            assert!(
+                msg.contains("t.json"),
+                "{name}/{case}: the error must name the file: {msg}"
+            );
+            // Nothing was changed by the failed read.
+            assert_eq!(fs::read(dir.path().join("t.json")).unwrap(), bytes);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn temp_and_foreign_files_are_never_read_as_tasks() {
+    for (name, open) in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let valid = br#"{"id":"x"}"#;
+        fs::write(dir.path().join(".tmp-0123456789abcdef"), valid).unwrap();
+        fs::write(dir.path().join("x.json.tmp"), valid).unwrap();
+        fs::write(dir.path().join(".x.json"), valid).unwrap();
+        let store = open(dir.path());
+        assert_eq!(store.get("x").await.unwrap(), None, "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn opening_a_store_cleans_up_stale_temp_files_only() {
+    for (name, open) in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let stale = dir.path().join(".tmp-00000000000000000000000000000001");
+        let fresh = dir.path().join(".tmp-00000000000000000000000000000002");
+        fs::write(&stale, "{\"id\":").unwrap();
+        fs::write(&fresh, "{\"id\":").unwrap();
+        let two_hours_ago = SystemTime::now() - Duration::from_secs(2 * 3600);
+        fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
+        // The native store sweeps when it opens, the component at its first call.
+        let store = open(dir.path());
+        assert_eq!(store.get("anything").await.unwrap(), None);
+        assert!(!stale.exists(), "{name}: a crash leftover must be removed");
+        assert!(
+            fresh.exists(),
+            "{name}: a live writer's temp file must be left alone"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn saves_leave_no_temp_files_behind() {
+    for (name, open) in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        for i in 0..50 {
+            store.save(&task(json!({"id": "t", "i": i}))).await.unwrap();
+        }
+        assert_eq!(
+            snapshot(dir.path()).into_keys().collect::<Vec<_>>(),
+            ["t.json"],
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_save_changes_nothing_and_leaves_no_temp_file() {
+    // Something that is not a Task file sits where the Task's file would go: the rename fails.
+    for (name, open) in BOTH {
+        let dir = tempfile::tempdir().unwrap();
+        let store = open(dir.path());
+        fs::create_dir(dir.path().join("t.json")).unwrap();
+        fs::write(dir.path().join("t.json/keep"), "mine").unwrap();
+        let err = store
+            .save(&task(json!({"id": "t", "v": 2})))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Io { .. }), "{name}: {err}");
+        assert!(err.to_string().contains("t.json"), "{name}: {err}");
+        assert_eq!(
+            fs::read_to_string(dir.path().join("t.json/keep")).unwrap(),
+            "mine"
+        );
+        assert_eq!(
+            fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "{name}: the temp file was removed"
+        );
+    }
+}
