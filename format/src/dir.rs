@@ -191,59 +191,8 @@ impl DirStore {
 
     /// Atomically replaces the file for `id` with `contents`.
     fn write(&self, id: &str, contents: &[u8]) -> Result<(), DirError> {
-        let target = self.path_of(id)?;
-        let (temp_path, mut temp) = self.create_temp()?;
-        let io_err = |op, file: &Path, source| DirError::Io {
-            op,
-            file: file.to_path_buf(),
-            source,
-        };
-        let result = temp
-            .write_all(contents)
-            .and_then(|()| match self.durability {
-                Durability::Full => temp.sync_data(),
-                Durability::Relaxed => Ok(()),
-            })
-            .map_err(|e| io_err("write", &temp_path, e))
-            .and_then(|()| {
-                drop(temp);
-                fs::rename(&temp_path, &target).map_err(|e| io_err("rename into", &target, e))
-            });
-        if let Err(e) = result {
-            // Best effort: the temp file is hidden and swept later if this fails too.
-            let _ = fs::remove_file(&temp_path);
-            return Err(e);
-        }
-        if self.durability == Durability::Full {
-            sync_dir(&self.root).map_err(|e| io_err("sync directory", &self.root, e))?;
-        }
-        Ok(())
-    }
-
-    fn create_temp(&self) -> Result<(PathBuf, File), DirError> {
-        let mut last_err = None;
-        for _ in 0..16 {
-            let path = self
-                .root
-                .join(format!("{TEMP_PREFIX}{:032x}", random_u128()));
-            match OpenOptions::new().write(true).create_new(true).open(&path) {
-                Ok(file) => return Ok((path, file)),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some((path, e)),
-                Err(source) => {
-                    return Err(DirError::Io {
-                        op: "create temp file",
-                        file: path,
-                        source,
-                    });
-                }
-            }
-        }
-        let (file, source) = last_err.expect("the loop ran at least once");
-        Err(DirError::Io {
-            op: "create temp file",
-            file,
-            source,
-        })
+        let name = id::encode_id(id).map_err(DirError::InvalidId)?;
+        write_atomically(&self.root, &name, contents, self.durability)
     }
 
     /// Removes temp files left by writers that crashed before their rename: those whose last
@@ -273,6 +222,68 @@ impl DirStore {
         }
         Ok(removed)
     }
+}
+
+/// Atomically replaces `dir/name` with `contents`: a unique temp file in `dir`, written, flushed
+/// (under [`Durability::Full`]), renamed over `name`, then the directory flushed. On failure the
+/// temp file is removed and `dir/name` is untouched.
+pub fn write_atomically(
+    dir: &Path,
+    name: &str,
+    contents: &[u8],
+    durability: Durability,
+) -> Result<(), DirError> {
+    let target = dir.join(name);
+    let (temp_path, mut temp) = create_temp(dir)?;
+    let io_err = |op, file: &Path, source| DirError::Io {
+        op,
+        file: file.to_path_buf(),
+        source,
+    };
+    let result = temp
+        .write_all(contents)
+        .and_then(|()| match durability {
+            Durability::Full => temp.sync_data(),
+            Durability::Relaxed => Ok(()),
+        })
+        .map_err(|e| io_err("write", &temp_path, e))
+        .and_then(|()| {
+            drop(temp);
+            fs::rename(&temp_path, &target).map_err(|e| io_err("rename into", &target, e))
+        });
+    if let Err(e) = result {
+        // Best effort: the temp file is hidden and swept later if this fails too.
+        let _ = fs::remove_file(&temp_path);
+        return Err(e);
+    }
+    if durability == Durability::Full {
+        sync_dir(dir).map_err(|e| io_err("sync directory", dir, e))?;
+    }
+    Ok(())
+}
+
+fn create_temp(dir: &Path) -> Result<(PathBuf, File), DirError> {
+    let mut last_err = None;
+    for _ in 0..16 {
+        let path = dir.join(format!("{TEMP_PREFIX}{:032x}", random_u128()));
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some((path, e)),
+            Err(source) => {
+                return Err(DirError::Io {
+                    op: "create temp file",
+                    file: path,
+                    source,
+                });
+            }
+        }
+    }
+    let (file, source) = last_err.expect("the loop ran at least once");
+    Err(DirError::Io {
+        op: "create temp file",
+        file,
+        source,
+    })
 }
 
 fn id_mismatch(wanted: &str, found: &str) -> String {

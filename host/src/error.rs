@@ -36,6 +36,15 @@ pub enum StoreError {
     #[error("store component {component} failed: {reason}")]
     Component { component: String, reason: String },
 
+    /// A Task is larger than the store accepts.
+    #[error("task {id:?} is {size} bytes of JSON, over the store's limit of {max} bytes")]
+    TaskTooLarge { id: String, size: usize, max: usize },
+
+    /// A store component went over one of its resource limits during the call. The instance
+    /// was discarded; the next call gets a fresh one.
+    #[error("store component {component} exceeded its {limit}")]
+    LimitExceeded { component: String, limit: Limit },
+
     /// A component could not be loaded: missing file, not a component, wrong world.
     #[error("cannot load store component {component}: {reason}")]
     Load { component: String, reason: String },
@@ -49,6 +58,32 @@ pub enum StoreError {
     /// A selector with a known scheme but unusable arguments.
     #[error("invalid A2A store selector {selector:?}: {reason}")]
     InvalidSelector { selector: String, reason: String },
+}
+
+/// A resource limit of a store component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// The cap on a linear memory, in bytes.
+    Memory(usize),
+    /// The deadline for one call.
+    Timeout(std::time::Duration),
+    /// The largest Task accepted from the component, and the size of what it returned.
+    AnswerSize { size: usize, max: usize },
+}
+
+impl std::fmt::Display for Limit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Limit::Memory(bytes) => write!(f, "memory limit of {bytes} bytes"),
+            Limit::Timeout(d) => write!(f, "deadline of {d:?} per call"),
+            Limit::AnswerSize { size, max } => {
+                write!(
+                    f,
+                    "maximum Task size of {max} bytes (it returned {size} bytes)"
+                )
+            }
+        }
+    }
 }
 
 /// Whose fault an error is.
@@ -68,11 +103,13 @@ impl StoreError {
         match self {
             StoreError::InvalidTask(_)
             | StoreError::InvalidId { .. }
+            | StoreError::TaskTooLarge { .. }
             | StoreError::UnknownSelector(_)
             | StoreError::InvalidSelector { .. } => Blame::Caller,
-            StoreError::Corrupt { .. } | StoreError::Component { .. } | StoreError::Load { .. } => {
-                Blame::Store
-            }
+            StoreError::Corrupt { .. }
+            | StoreError::Component { .. }
+            | StoreError::LimitExceeded { .. }
+            | StoreError::Load { .. } => Blame::Store,
             StoreError::Io { .. } => Blame::Environment,
         }
     }

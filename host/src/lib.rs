@@ -24,6 +24,7 @@
 //! # Ok(()) }
 //! ```
 
+mod cache;
 mod error;
 mod file;
 mod memory;
@@ -32,7 +33,8 @@ mod store;
 mod task;
 mod wasm;
 
-pub use error::{Blame, StoreError, TaskError};
+pub use cache::{CacheOutcome, default_cache_dir};
+pub use error::{Blame, Limit, StoreError, TaskError};
 pub use file::FileTaskStore;
 pub use memory::InMemoryTaskStore;
 pub use selector::{BUILTIN_COMPONENT, DEFAULT_DATA_DIR, StoreSelector, resolve_store};
@@ -40,7 +42,8 @@ pub use store::TaskStore;
 pub use task::Task;
 pub use toolnexus_format::Durability;
 pub use wasm::{
-    ComponentSource, FILE_STORE_COMPONENT, STORE_INTERFACE, WasmTaskStore, WasmTaskStoreBuilder,
+    CacheDir, ComponentSource, FILE_STORE_COMPONENT, Limits, LoadReport, STORE_INTERFACE,
+    STORE_PACKAGE, WasmTaskStore, WasmTaskStoreBuilder,
 };
 
 /// The names the reference Python and JavaScript packages use (`toolnexus.serve`).

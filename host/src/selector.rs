@@ -4,7 +4,7 @@ use crate::error::StoreError;
 use crate::file::FileTaskStore;
 use crate::memory::InMemoryTaskStore;
 use crate::store::TaskStore;
-use crate::wasm::{ComponentSource, WasmTaskStore};
+use crate::wasm::{CacheDir, ComponentSource, WasmTaskStore};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -102,31 +102,100 @@ pub fn resolve_store(selector: impl Into<StoreSelector>) -> Result<Arc<dyn TaskS
         };
         let mut builder = WasmTaskStore::builder(source);
         for (key, value) in parse_query(query).map_err(|e| invalid(&e))? {
-            match key.as_str() {
+            let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
+            builder = match key.as_str() {
                 "dir" if value.is_empty() => return Err(invalid("empty \"dir\"")),
-                "dir" => builder = builder.dir(value),
-                "instances" => {
-                    let n = value
+                "dir" => builder.dir(value),
+                "instances" => builder.max_instances(
+                    value
                         .parse::<usize>()
                         .ok()
                         .filter(|n| *n > 0)
-                        .ok_or_else(|| {
-                            invalid(&format!(
-                                "\"instances\" must be a positive integer, not {value:?}"
-                            ))
-                        })?;
-                    builder = builder.max_instances(n);
+                        .ok_or_else(|| bad("a positive integer"))?,
+                ),
+                "memory" => builder
+                    .memory_limit(parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))?),
+                "max-task" => builder
+                    .max_task_size(parse_size(&value).ok_or_else(|| bad("a size like 16MiB"))?),
+                "timeout" => builder.timeout(
+                    parse_duration(&value).ok_or_else(|| bad("a duration like 5s or 250ms"))?,
+                ),
+                "readonly" => {
+                    builder.read_only(parse_bool(&value).ok_or_else(|| bad("true or false"))?)
                 }
+                "stderr" => match value.as_str() {
+                    "log" => builder.forward_stderr(true),
+                    "off" => builder.forward_stderr(false),
+                    _ => return Err(bad("log or off")),
+                },
+                "cache" => match value.as_str() {
+                    "" => return Err(bad("a directory or off")),
+                    "off" => builder.cache(CacheDir::Off),
+                    dir => builder.cache(CacheDir::At(PathBuf::from(dir))),
+                },
                 other => {
                     return Err(invalid(&format!(
-                        "unknown option {other:?} (known: dir, instances)"
+                        "unknown option {other:?} (known: {})",
+                        WASM_OPTIONS.join(", ")
                     )));
                 }
-            }
+            };
         }
         return Ok(Arc::new(builder.build()?));
     }
     Err(StoreError::UnknownSelector(selector))
+}
+
+/// The options a `wasm:` selector accepts after `?`.
+pub const WASM_OPTIONS: &[&str] = &[
+    "dir",
+    "readonly",
+    "memory",
+    "timeout",
+    "max-task",
+    "instances",
+    "stderr",
+    "cache",
+];
+
+/// `64MiB`, `512KiB`, `1GiB`, `4096` (bytes), `10MB` (decimal units too).
+fn parse_size(s: &str) -> Option<usize> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let number: usize = number.parse().ok()?;
+    let scale: usize = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        _ => return None,
+    };
+    number.checked_mul(scale).filter(|n| *n > 0)
+}
+
+/// `5s`, `250ms`, `2m`.
+fn parse_duration(s: &str) -> Option<std::time::Duration> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let number: u64 = number.parse().ok()?;
+    let duration = match unit {
+        "ms" => std::time::Duration::from_millis(number),
+        "s" => std::time::Duration::from_secs(number),
+        "m" => std::time::Duration::from_secs(number.checked_mul(60)?),
+        _ => return None,
+    };
+    (!duration.is_zero()).then_some(duration)
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "true" | "1" | "yes" => Some(true),
+        "false" | "0" | "no" => Some(false),
+        _ => None,
+    }
 }
 
 /// `a=1&b=x%26y` → `[("a","1"), ("b","x&y")]`. Each key at most once.
@@ -168,6 +237,32 @@ fn percent_decode(s: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_and_durations_parse() {
+        assert_eq!(parse_size("64MiB"), Some(64 << 20));
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("1GiB"), Some(1 << 30));
+        assert_eq!(parse_size("10MB"), Some(10_000_000));
+        for bad in ["", "MiB", "0", "-1", "12XB", "99999999999999999999GiB"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+        assert_eq!(
+            parse_duration("250ms"),
+            Some(std::time::Duration::from_millis(250))
+        );
+        assert_eq!(
+            parse_duration("5s"),
+            Some(std::time::Duration::from_secs(5))
+        );
+        assert_eq!(
+            parse_duration("2m"),
+            Some(std::time::Duration::from_secs(120))
+        );
+        for bad in ["", "5", "0s", "1h", "s"] {
+            assert_eq!(parse_duration(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn query_is_split_and_decoded() {

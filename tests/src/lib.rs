@@ -12,6 +12,10 @@ use toolnexus::{Task, TaskStore};
 
 pub mod suite;
 
+/// The hostile test component built from `tests/hostile/` (see its crate docs for what each
+/// id makes it do).
+pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile.wasm"));
+
 /// Opens stores of one kind, over a directory where the kind uses one.
 pub trait StoreFactory: Send + Sync {
     /// A store over `dir`. Opening twice over the same `dir` must give stores that see each

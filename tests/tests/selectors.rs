@@ -207,3 +207,49 @@ fn a_truncated_component_is_refused() {
     let half = &FILE_STORE_COMPONENT[..FILE_STORE_COMPONENT.len() / 2];
     assert!(load_error(Some(half)).contains("invalid component"));
 }
+
+fn wat_component(text: &str) -> Vec<u8> {
+    wat::parse_str(text).expect("the fixture is valid WAT")
+}
+
+#[test]
+fn an_incompatible_version_of_the_contract_is_named() {
+    let bytes = wat_component(
+        r#"(component
+             (instance $store)
+             (export "toolnexus:task-store/store@0.2.0" (instance $store)))"#,
+    );
+    let msg = load_error(Some(&bytes));
+    assert!(msg.contains("toolnexus:task-store/store@0.2.0"), "{msg}");
+    assert!(
+        msg.contains("incompatible with toolnexus:task-store/store@0.1.0"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_component_that_needs_more_than_wasi_is_refused() {
+    let bytes = wat_component(
+        r#"(component
+             (import "example:net/fetch@0.1.0" (instance (export "fetch" (func (param "url" string)))))
+             (instance $store)
+             (export "toolnexus:task-store/store@0.1.0" (instance $store)))"#,
+    );
+    let msg = load_error(Some(&bytes));
+    assert!(
+        msg.contains("needs imports this host does not grant"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn a_component_with_the_wrong_shape_of_store_is_refused() {
+    // The right name, but no functions in it.
+    let bytes = wat_component(
+        r#"(component
+             (instance $store)
+             (export "toolnexus:task-store/store@0.1.0" (instance $store)))"#,
+    );
+    let msg = load_error(Some(&bytes));
+    assert!(msg.contains("exports do not match"), "{msg}");
+}

@@ -1,0 +1,173 @@
+//! A hostile store component, for tests only. It implements the `task-store` world, but what
+//! `get(id)` does depends on the id: each id is one attack the host must survive.
+//!
+//! | id | behaviour |
+//! |---|---|
+//! | `escape:<host dir>` | tries to read and write outside its preopened directory (`..`, absolute paths, the host path it was told, symlinks planted in its directory) and reports what happened as a Task |
+//! | `ambient` | reports its environment variables, arguments, stdin and network reach as a Task |
+//! | `loop` | loops forever |
+//! | `grow` | allocates memory without bound |
+//! | `huge:<bytes>` | returns a valid Task with its id padded to `<bytes>` bytes |
+//! | `other-id` | returns a different Task's id |
+//! | `not-json` / `not-object` | returns text that is not JSON / not an object |
+//! | `trap` | traps (panics) |
+//! | `stderr` | writes a line to stderr and returns nothing |
+//! | anything else | nothing (a miss) |
+//!
+//! `save` traps if the Task's text contains `"trap"` and otherwise succeeds without storing.
+
+wit_bindgen::generate!({
+    path: "../../wit",
+    world: "task-store",
+});
+
+use exports::toolnexus::task_store::store::{Guest, StoreError};
+use std::hint::black_box;
+use std::io::{Read, Write};
+
+struct Hostile;
+
+fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `{"id": id, "k1": "v1", ...}` as JSON text.
+fn report(id: &str, entries: &[(String, String)]) -> String {
+    let mut out = format!("{{\"id\":{}", json_string(id));
+    for (k, v) in entries {
+        out.push_str(&format!(",{}:{}", json_string(k), json_string(v)));
+    }
+    out.push('}');
+    out
+}
+
+fn outcome<T>(r: std::io::Result<T>) -> String {
+    match r {
+        Ok(_) => "ok".into(),
+        Err(e) => format!("denied: {e}"),
+    }
+}
+
+fn escape(id: &str, host_dir: &str) -> String {
+    let mut results = Vec::new();
+    let mut attempt = |name: &str, r: String| results.push((name.to_owned(), r));
+    for path in [
+        "../secret.txt",
+        "/../secret.txt",
+        "../../secret.txt",
+        "link-out",
+        "linkdir/secret.txt",
+    ] {
+        attempt(&format!("read {path}"), outcome(std::fs::read(path)));
+    }
+    attempt(
+        &format!("read {host_dir}/secret.txt"),
+        outcome(std::fs::read(format!("{host_dir}/secret.txt"))),
+    );
+    for path in [
+        "../planted.txt",
+        "/../planted.txt",
+        "linkdir/planted.txt",
+        "link-out",
+    ] {
+        attempt(
+            &format!("write {path}"),
+            outcome(std::fs::write(path, "pwned")),
+        );
+    }
+    attempt(
+        &format!("write {host_dir}/planted.txt"),
+        outcome(std::fs::write(format!("{host_dir}/planted.txt"), "pwned")),
+    );
+    attempt(
+        "list ..",
+        outcome(std::fs::read_dir("..").map(|d| d.count())),
+    );
+    attempt(
+        "rename link-out",
+        outcome(std::fs::rename("link-out", "../moved.txt")),
+    );
+    attempt(
+        "remove ../secret.txt",
+        outcome(std::fs::remove_file("../secret.txt")),
+    );
+    report(id, &results)
+}
+
+fn ambient(id: &str) -> String {
+    let env: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
+    let args: Vec<String> = std::env::args().collect();
+    let mut stdin = String::new();
+    let stdin_read = std::io::stdin()
+        .read_to_string(&mut stdin)
+        .map(|_| stdin.len());
+    let tcp = std::net::TcpStream::connect("127.0.0.1:9").map(|_| ());
+    let dns = std::net::ToSocketAddrs::to_socket_addrs(&("localhost", 80)).map(|_| ());
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").and_then(|s| s.send_to(b"x", "127.0.0.1:9"));
+    let entries = [
+        ("env".to_owned(), env.join(";")),
+        ("args".to_owned(), args.join(" ")),
+        ("stdin".to_owned(), format!("{stdin_read:?}")),
+        ("tcp".to_owned(), outcome(tcp)),
+        ("dns".to_owned(), outcome(dns)),
+        ("udp".to_owned(), outcome(udp)),
+    ];
+    report(id, &entries)
+}
+
+impl Guest for Hostile {
+    fn get(id: String) -> Result<Option<String>, StoreError> {
+        if let Some(host_dir) = id.strip_prefix("escape:") {
+            return Ok(Some(escape(&id, host_dir)));
+        }
+        if let Some(size) = id.strip_prefix("huge:") {
+            let size: usize = size
+                .parse()
+                .map_err(|_| StoreError::InvalidInput("huge:<bytes>".into()))?;
+            return Ok(Some(report(&id, &[("pad".into(), "x".repeat(size))])));
+        }
+        match id.as_str() {
+            "ambient" => Ok(Some(ambient(&id))),
+            "loop" => {
+                let mut n: u64 = 0;
+                loop {
+                    n = black_box(n.wrapping_add(1));
+                }
+            }
+            "grow" => {
+                let mut hoard: Vec<Vec<u8>> = Vec::new();
+                loop {
+                    hoard.push(black_box(vec![1u8; 1 << 20]));
+                }
+            }
+            "other-id" => Ok(Some(report("someone-else", &[]))),
+            "not-json" => Ok(Some("this is not JSON".into())),
+            "not-object" => Ok(Some("[\"other-id\"]".into())),
+            "trap" => panic!("this component traps on purpose"),
+            "stderr" => {
+                let _ = writeln!(std::io::stderr(), "hostile component says hello on stderr");
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    fn save(task: String) -> Result<(), StoreError> {
+        if task.contains("\"trap\"") {
+            panic!("this component traps on purpose");
+        }
+        Ok(())
+    }
+}
+
+export!(Hostile);

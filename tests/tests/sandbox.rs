@@ -1,0 +1,312 @@
+//! A store component you don't have to trust: the hostile fixture (`tests/hostile/`) attacks
+//! the host in every way we know, and the host survives each with a typed error.
+
+use serde_json::{Value, json};
+use std::fs;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use toolnexus::{
+    CacheDir, ComponentSource, Limit, StoreError, TaskStore, WasmTaskStore, WasmTaskStoreBuilder,
+};
+use toolnexus_conformance::{HOSTILE_COMPONENT, task};
+
+fn hostile() -> WasmTaskStoreBuilder {
+    WasmTaskStore::builder(ComponentSource::Bytes {
+        name: "hostile.wasm".into(),
+        bytes: HOSTILE_COMPONENT.into(),
+    })
+    .cache(CacheDir::Off)
+}
+
+fn open(dir: &Path) -> WasmTaskStore {
+    hostile()
+        .dir(dir)
+        .timeout(Duration::from_millis(300))
+        .build()
+        .expect("the hostile component loads")
+}
+
+/// After any attack, the same store still answers.
+async fn still_serves(store: &WasmTaskStore) {
+    assert_eq!(
+        store.get("nothing-here").await.unwrap(),
+        None,
+        "the store must keep serving"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cannot_read_or_write_outside_its_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let outside = tmp.path().join("outside");
+    let granted = tmp.path().join("granted");
+    fs::create_dir_all(&outside).unwrap();
+    fs::create_dir_all(&granted).unwrap();
+    fs::write(outside.join("secret.txt"), "top secret").unwrap();
+    fs::write(tmp.path().join("secret.txt"), "also secret").unwrap();
+    std::os::unix::fs::symlink(outside.join("secret.txt"), granted.join("link-out")).unwrap();
+    std::os::unix::fs::symlink(&outside, granted.join("linkdir")).unwrap();
+    let before = snapshot(tmp.path());
+
+    let store = open(&granted);
+    let id = format!("escape:{}", outside.display());
+    let report = store
+        .get(&id)
+        .await
+        .unwrap()
+        .expect("the component reports its attempts");
+    let attempts = report
+        .as_map()
+        .iter()
+        .filter(|(k, _)| *k != "id")
+        .collect::<Vec<_>>();
+    assert!(attempts.len() >= 12, "{report}");
+    for (attempt, outcome) in attempts {
+        let outcome = outcome.as_str().unwrap();
+        assert!(
+            outcome.starts_with("denied"),
+            "{attempt} was allowed: {outcome}"
+        );
+    }
+    assert_eq!(
+        snapshot(tmp.path()),
+        before,
+        "nothing outside (or inside) changed"
+    );
+    still_serves(&store).await;
+}
+
+/// Every file under `dir` (not following symlinks) with its contents or link target.
+fn snapshot(dir: &Path) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let path = entry.path();
+        let meta = fs::symlink_metadata(&path).unwrap();
+        if meta.is_symlink() {
+            out.push((
+                path.display().to_string(),
+                format!("-> {}", fs::read_link(&path).unwrap().display()),
+            ));
+        } else if meta.is_dir() {
+            out.extend(snapshot(&path));
+        } else {
+            out.push((
+                path.display().to_string(),
+                fs::read_to_string(&path).unwrap(),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn has_no_environment_arguments_stdin_or_network() {
+    // A listener the component would reach if it had the network.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    // SAFETY: set before any thread reads the environment in this test process.
+    unsafe { std::env::set_var("TOOLNEXUS_TEST_SECRET", "host-only") };
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    let report = store.get("ambient").await.unwrap().unwrap();
+    let field = |k: &str| report.get(k).and_then(Value::as_str).unwrap().to_owned();
+    assert_eq!(field("env"), "", "no environment variables");
+    assert_eq!(field("args"), "", "no arguments");
+    assert_eq!(field("stdin"), "Ok(0)", "stdin is empty");
+    for net in ["tcp", "dns", "udp"] {
+        assert!(field(net).starts_with("denied"), "{net}: {}", field(net));
+    }
+    assert!(listener.accept().is_err(), "nothing connected to the host");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_endless_loop_hits_the_deadline_and_the_store_recovers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    let err = store.get("loop").await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::LimitExceeded { limit: Limit::Timeout(d), .. } if d == Duration::from_millis(300)),
+        "{err}"
+    );
+    assert!(err.to_string().contains("deadline"), "{err}");
+    still_serves(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unbounded_memory_growth_hits_the_memory_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = hostile()
+        .dir(tmp.path())
+        .memory_limit(32 << 20)
+        .build()
+        .unwrap();
+    let err = store.get("grow").await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::LimitExceeded { limit: Limit::Memory(m), .. } if m == 32 << 20),
+        "{err}"
+    );
+    still_serves(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_huge_answer_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = hostile()
+        .dir(tmp.path())
+        .max_task_size(1 << 20)
+        .build()
+        .unwrap();
+    let err = store.get(&format!("huge:{}", 2 << 20)).await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::LimitExceeded { limit: Limit::AnswerSize { max, .. }, .. } if max == 1 << 20),
+        "{err}"
+    );
+    // Under the limit, the same kind of answer is fine.
+    assert!(store.get("huge:1000").await.unwrap().is_some());
+    still_serves(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_huge_task_is_refused_before_it_reaches_the_component() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = hostile()
+        .dir(tmp.path())
+        .max_task_size(1024)
+        .build()
+        .unwrap();
+    let err = store
+        .save(&task(json!({"id": "big", "pad": "x".repeat(2000)})))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::TaskTooLarge { ref id, max: 1024, .. } if id == "big"),
+        "{err}"
+    );
+    assert_eq!(err.blame(), toolnexus::Blame::Caller);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn answers_that_are_not_the_task_asked_for_blame_the_component() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    for (id, want) in [
+        ("other-id", "returned the Task with id \"someone-else\""),
+        ("not-json", "not valid JSON"),
+        ("not-object", "must be a JSON object"),
+    ] {
+        let err = store.get(id).await.unwrap_err();
+        assert!(matches!(err, StoreError::Component { .. }), "{id}: {err}");
+        assert!(err.to_string().contains(want), "{id}: {err}");
+        assert!(
+            err.to_string().contains("hostile.wasm"),
+            "{id}: the error names the component: {err}"
+        );
+    }
+    still_serves(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_trap_is_a_typed_error_and_the_instance_is_replaced() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    for _ in 0..3 {
+        let err = store.get("trap").await.unwrap_err();
+        assert!(matches!(err, StoreError::Component { .. }), "{err}");
+        assert!(err.to_string().contains("trapped"), "{err}");
+        still_serves(&store).await;
+    }
+    let err = store.save(&task(json!({"id": "trap"}))).await.unwrap_err();
+    assert!(err.to_string().contains("trapped"), "{err}");
+    store.save(&task(json!({"id": "fine"}))).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn attacks_from_many_callers_at_once_leave_the_store_serving() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        hostile()
+            .dir(tmp.path())
+            .timeout(Duration::from_millis(200))
+            .max_instances(4)
+            .build()
+            .unwrap(),
+    );
+    let mut calls = Vec::new();
+    for i in 0..24 {
+        let store = Arc::clone(&store);
+        let id = ["loop", "trap", "other-id", "nothing"][i % 4];
+        calls.push(tokio::spawn(async move { (id, store.get(id).await) }));
+    }
+    for call in calls {
+        let (id, result) = call.await.unwrap();
+        match id {
+            "nothing" => assert_eq!(result.unwrap(), None),
+            _ => assert!(result.is_err(), "{id} must fail"),
+        }
+    }
+    still_serves(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_only_directory_can_be_read_but_not_written() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("t.json"), r#"{"id":"t","v":1}"#).unwrap();
+    let store = WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
+        .dir(tmp.path())
+        .read_only(true)
+        .build()
+        .unwrap();
+    assert_eq!(store.get("t").await.unwrap().unwrap().get("v").unwrap(), 1);
+    let err = store
+        .save(&task(json!({"id": "t", "v": 2})))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Io { .. }), "{err}");
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("t.json")).unwrap(),
+        r#"{"id":"t","v":1}"#
+    );
+    assert_eq!(
+        fs::read_dir(tmp.path()).unwrap().count(),
+        1,
+        "no temp file was left"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn selector_options_set_the_limits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let component = tmp.path().join("hostile.wasm");
+    fs::write(&component, HOSTILE_COMPONENT).unwrap();
+    let selector = format!(
+        "wasm:{}?dir={}&memory=48MiB&timeout=250ms&max-task=2MiB&cache=off",
+        component.display(),
+        tmp.path().join("d").display()
+    );
+    let store = toolnexus::resolve_store(selector).unwrap();
+    let wasm = (&*store as &dyn std::any::Any)
+        .downcast_ref::<WasmTaskStore>()
+        .unwrap();
+    assert_eq!(
+        wasm.limits(),
+        toolnexus::Limits {
+            memory_bytes: 48 << 20,
+            timeout: Duration::from_millis(250),
+            max_task_bytes: 2 << 20
+        }
+    );
+    let err = store.get("loop").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::LimitExceeded {
+                limit: Limit::Timeout(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
