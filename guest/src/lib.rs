@@ -7,11 +7,13 @@
 
 wit_bindgen::generate!({
     path: "../wit",
-    world: "task-store",
+    world: "configurable-task-store",
 });
 
+use exports::toolnexus::task_store::config::Guest as Config;
 use exports::toolnexus::task_store::store::{Guest, StoreError};
 use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
 use toolnexus_format::dir::STALE_TEMP_AGE;
 use toolnexus_format::{DirError, DirStore, Durability};
 
@@ -20,9 +22,17 @@ const ROOT: &str = "/";
 
 struct FileStore;
 
+/// Set by `configure(durability=relaxed)`; full durability until then.
+static RELAXED: AtomicBool = AtomicBool::new(false);
+
 fn store() -> DirStore {
     static SWEEP: Once = Once::new();
-    let store = DirStore::new(ROOT, Durability::Full);
+    let durability = if RELAXED.load(Ordering::Relaxed) {
+        Durability::Relaxed
+    } else {
+        Durability::Full
+    };
+    let store = DirStore::new(ROOT, durability);
     // Once per instance: clear temp files left by writers that crashed mid-save.
     SWEEP.call_once(|| {
         let _ = store.sweep_temp_files(STALE_TEMP_AGE);
@@ -46,6 +56,23 @@ impl Guest for FileStore {
 
     fn save(task: String) -> Result<(), StoreError> {
         store().save_text(&task).map_err(to_wit)
+    }
+}
+
+impl Config for FileStore {
+    fn configure(settings: Vec<(String, String)>) -> Result<(), String> {
+        for (name, value) in settings {
+            if name == "durability" {
+                match value.as_str() {
+                    "full" => RELAXED.store(false, Ordering::Relaxed),
+                    "relaxed" => RELAXED.store(true, Ordering::Relaxed),
+                    other => {
+                        return Err(format!("durability must be full or relaxed, not {other:?}"));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 

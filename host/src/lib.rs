@@ -37,13 +37,15 @@ pub use cache::{CacheOutcome, default_cache_dir};
 pub use error::{Blame, Limit, StoreError, TaskError};
 pub use file::FileTaskStore;
 pub use memory::InMemoryTaskStore;
-pub use selector::{BUILTIN_COMPONENT, DEFAULT_DATA_DIR, StoreSelector, resolve_store};
+pub use selector::{
+    BUILTIN_COMPONENT, DEFAULT_DATA_DIR, StoreSelector, WASM_OPTIONS, resolve_store,
+};
 pub use store::TaskStore;
 pub use task::Task;
 pub use toolnexus_format::Durability;
 pub use wasm::{
-    CacheDir, ComponentSource, FILE_STORE_COMPONENT, Limits, LoadReport, STORE_INTERFACE,
-    STORE_PACKAGE, WasmTaskStore, WasmTaskStoreBuilder,
+    CONFIG_INTERFACE, CacheDir, ComponentSource, FILE_STORE_COMPONENT, Limits, LoadReport,
+    STORE_INTERFACE, STORE_PACKAGE, WasmTaskStore, WasmTaskStoreBuilder,
 };
 
 /// The names the reference Python and JavaScript packages use (`toolnexus.serve`).

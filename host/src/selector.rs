@@ -7,6 +7,7 @@ use crate::store::TaskStore;
 use crate::wasm::{CacheDir, ComponentSource, WasmTaskStore};
 use std::path::PathBuf;
 use std::sync::Arc;
+use toolnexus_format::Durability;
 
 /// Where durable stores keep Tasks when no directory is named: `.toolnexus/tasks` under the
 /// current directory.
@@ -66,6 +67,11 @@ impl From<Arc<dyn TaskStore>> for StoreSelector {
 /// | an `Arc<dyn TaskStore>` | that same store |
 /// | anything else | [`StoreError::UnknownSelector`]: `Unknown A2A store "…"` |
 ///
+/// `wasm:` options after `?` ([`WASM_OPTIONS`]): `dir=<dir>`, `readonly=true`, `memory=64MiB`,
+/// `timeout=5s`, `max-task=16MiB`, `instances=8`, `durability=full|relaxed`, `stderr=log`,
+/// `cache=<dir>|off`; see
+/// `docs/security.md`.
+///
 /// A `wasm:` component is loaded, compiled and checked here, so a missing or wrong component
 /// fails now rather than at the first call (compiling may take a second: from async code, call
 /// this in `spawn_blocking`).
@@ -123,6 +129,11 @@ pub fn resolve_store(selector: impl Into<StoreSelector>) -> Result<Arc<dyn TaskS
                 "readonly" => {
                     builder.read_only(parse_bool(&value).ok_or_else(|| bad("true or false"))?)
                 }
+                "durability" => match value.as_str() {
+                    "full" => builder.durability(Durability::Full),
+                    "relaxed" => builder.durability(Durability::Relaxed),
+                    _ => return Err(bad("full or relaxed")),
+                },
                 "stderr" => match value.as_str() {
                     "log" => builder.forward_stderr(true),
                     "off" => builder.forward_stderr(false),
@@ -154,6 +165,7 @@ pub const WASM_OPTIONS: &[&str] = &[
     "timeout",
     "max-task",
     "instances",
+    "durability",
     "stderr",
     "cache",
 ];

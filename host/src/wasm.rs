@@ -31,6 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::Semaphore;
+use toolnexus_format::Durability;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, ResourceLimiter, Store, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
@@ -41,6 +42,16 @@ mod bindings {
         world: "task-store",
     });
 }
+
+/// Only for the optional `config` export, looked up when present.
+mod configurable {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "configurable-task-store",
+    });
+}
+
+use configurable::exports::toolnexus::task_store::config::GuestIndices as ConfigIndices;
 
 mod stderr_log;
 
@@ -54,6 +65,8 @@ pub static FILE_STORE_COMPONENT: &[u8] =
 pub const STORE_PACKAGE: &str = "toolnexus:task-store";
 /// The exported interface every store component must provide, with the version this host speaks.
 pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.1.0";
+/// The optional settings interface a store component may export.
+pub const CONFIG_INTERFACE: &str = "toolnexus:task-store/config@0.1.0";
 
 /// How often the epoch advances; per-call deadlines are rounded up to this.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -122,6 +135,8 @@ pub struct WasmTaskStoreBuilder {
     max_instances: usize,
     limits: Limits,
     cache: CacheDir,
+    memoize: bool,
+    durability: Durability,
 }
 
 /// Timings and outcome of loading a component, for diagnostics and benchmarks.
@@ -193,6 +208,21 @@ impl WasmTaskStoreBuilder {
         self
     }
 
+    /// How hard the component's saves work to survive power loss, passed to components that
+    /// export the optional `config` interface (the built-in file store does); others keep their
+    /// own behaviour. Default [`Durability::Full`].
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+
+    /// Whether to reuse a component this process already compiled (default `true`). Turn it
+    /// off only to measure or test compiling and the disk cache.
+    pub fn memoize(mut self, memoize: bool) -> Self {
+        self.memoize = memoize;
+        self
+    }
+
     /// Loads, compiles (or fetches from the cache) and checks the component, and instantiates
     /// it once, so every problem with it is reported here rather than at the first call.
     /// Compiling can take a second: from async code, call this inside `spawn_blocking`.
@@ -229,7 +259,7 @@ impl WasmTaskStoreBuilder {
             CacheDir::Off => None,
         };
         let (component, outcome) =
-            compile(engine, &self.source, cache_dir.as_deref()).map_err(&load_err)?;
+            compile(engine, &self.source, cache_dir.as_deref(), self.memoize).map_err(&load_err)?;
         let load = started.elapsed();
         check_world(engine, &component).map_err(&load_err)?;
 
@@ -246,10 +276,22 @@ impl WasmTaskStoreBuilder {
                 "not a component of the {STORE_PACKAGE} world: its exports do not match {STORE_INTERFACE}: {e:#}"
             ))
         })?;
+        // The optional `config` export: present or not, never an error by itself.
+        let config = ConfigIndices::new(pre.instance_pre()).ok();
+        let settings = vec![(
+            "durability".to_owned(),
+            match self.durability {
+                Durability::Full => "full",
+                Durability::Relaxed => "relaxed",
+            }
+            .to_owned(),
+        )];
         let inner = Inner {
             name: name.clone(),
             dir,
             pre,
+            config,
+            settings,
             read_only: self.read_only,
             forward_stderr: self.forward_stderr,
             limits: self.limits,
@@ -301,6 +343,8 @@ impl WasmTaskStore {
             max_instances: 8,
             limits: Limits::default(),
             cache: CacheDir::Default,
+            memoize: true,
+            durability: Durability::Full,
         }
     }
 
@@ -432,6 +476,8 @@ struct Inner {
     name: String,
     dir: PathBuf,
     pre: bindings::TaskStorePre<Host>,
+    config: Option<ConfigIndices>,
+    settings: Vec<(String, String)>,
     read_only: bool,
     forward_stderr: bool,
     limits: Limits,
@@ -542,15 +588,35 @@ impl Inner {
         let mut store = Store::new(self.pre.engine(), host);
         store.limiter(|host| &mut host.limiter);
         store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
-        match self.pre.instantiate(&mut store) {
-            Ok(api) => Ok(Instance { store, api }),
+        match self.setup(&mut store) {
+            Ok(Ok(api)) => Ok(Instance { store, api }),
+            Ok(Err(refused)) => {
+                Err(self.component_error(format!("refused its settings: {refused}")))
+            }
             Err(e) => {
-                let instance_err = self.classify_trap(&store, &e);
-                Err(instance_err.unwrap_or_else(|| {
+                let limit = self.classify_trap(&store, &e);
+                Err(limit.unwrap_or_else(|| {
                     self.component_error(format!("instantiation failed: {e:#}"))
                 }))
             }
         }
+    }
+
+    /// Instantiates and, if the component exports `config`, configures it. The inner `Err` is
+    /// the component refusing its settings.
+    fn setup(
+        &self,
+        store: &mut Store<Host>,
+    ) -> wasmtime::Result<Result<bindings::TaskStore, String>> {
+        let instance = self.pre.instance_pre().instantiate(&mut *store)?;
+        let api = bindings::TaskStore::new(&mut *store, &instance)?;
+        if let Some(config) = &self.config {
+            let config = config.load(&mut *store, &instance)?;
+            if let Err(refused) = config.call_configure(&mut *store, &self.settings)? {
+                return Ok(Err(refused));
+            }
+        }
+        Ok(Ok(api))
     }
 
     fn take_idle(&self) -> Option<Instance> {
@@ -653,6 +719,7 @@ fn compile(
     engine: &Engine,
     source: &ComponentSource,
     cache_dir: Option<&Path>,
+    memoize: bool,
 ) -> Result<(Component, CacheOutcome), String> {
     static COMPILED: OnceLock<Mutex<HashMap<[u8; 32], Component>>> = OnceLock::new();
     let owned;
@@ -667,7 +734,8 @@ fn compile(
     check_header(bytes)?;
     let digest: [u8; 32] = Sha256::digest(bytes).into();
     let memo = COMPILED.get_or_init(Default::default);
-    if let Some(component) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&digest) {
+    if memoize && let Some(component) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&digest)
+    {
         return Ok((component.clone(), CacheOutcome::Memory));
     }
     let entry = cache::entry_name(engine, &digest);

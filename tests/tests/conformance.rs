@@ -2,7 +2,9 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use toolnexus::{FileTaskStore, InMemoryTaskStore, TaskStore, WasmTaskStore};
+use toolnexus::{
+    ComponentSource, Durability, FileTaskStore, InMemoryTaskStore, TaskStore, WasmTaskStore,
+};
 use toolnexus_conformance::{StoreFactory, suite};
 
 struct Memory(Arc<InMemoryTaskStore>);
@@ -26,10 +28,27 @@ impl StoreFactory for File {
     }
 }
 
-struct Wasm;
+struct FileRelaxed;
+impl StoreFactory for FileRelaxed {
+    fn open(&self, dir: &Path) -> Arc<dyn TaskStore> {
+        Arc::new(
+            FileTaskStore::with_durability(dir, Durability::Relaxed).expect("file store opens"),
+        )
+    }
+    fn durable(&self) -> bool {
+        true
+    }
+}
+
+struct Wasm(Durability);
 impl StoreFactory for Wasm {
     fn open(&self, dir: &Path) -> Arc<dyn TaskStore> {
-        Arc::new(WasmTaskStore::file_store(dir).expect("component store opens"))
+        let store = WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
+            .dir(dir)
+            .durability(self.0)
+            .build()
+            .expect("component store opens");
+        Arc::new(store)
     }
     fn durable(&self) -> bool {
         true
@@ -56,7 +75,9 @@ macro_rules! all_stores {
     ($($case:ident),* $(,)?) => {
         conformance!(memory, Memory(Arc::new(InMemoryTaskStore::new())), [$($case),*]);
         conformance!(file, File, [$($case),*]);
-        conformance!(wasm, Wasm, [$($case),*]);
+        conformance!(file_relaxed, FileRelaxed, [$($case),*]);
+        conformance!(wasm, Wasm(Durability::Full), [$($case),*]);
+        conformance!(wasm_relaxed, Wasm(Durability::Relaxed), [$($case),*]);
     };
 }
 

@@ -136,6 +136,7 @@ fn malformed_known_selectors_say_what_is_wrong() {
         ("wasm:?dir=x", "no component"),
         ("wasm:builtin?dir=", "empty \"dir\""),
         ("wasm:builtin?colour=red", "unknown option \"colour\""),
+        ("wasm:builtin?durability=fast", "full or relaxed"),
         ("wasm:builtin?dir", "no \"=value\""),
         ("wasm:builtin?instances=0", "positive integer"),
         ("wasm:builtin?dir=a&dir=b", "twice"),
