@@ -57,7 +57,7 @@ class FileTaskStore:
 
     Save writes a unique temp file in the same directory and renames it over the
     Task file, so readers see the old or the new version, never a torn one.
-    Full durability fsyncs the temp file before the rename and the directory
+    Full durability fdatasyncs the temp file before the rename and fsyncs the directory
     after it; relaxed skips both. The methods are async but block, as the
     reference Python package's do.
     """
@@ -75,7 +75,8 @@ class FileTaskStore:
                 f.write(data)
                 if self.durable:
                     f.flush()
-                    os.fsync(f.fileno())
+                    # fdatasync, like the Rust stores (docs/on-disk-format.md).
+                    os.fdatasync(f.fileno())
             os.replace(tmp, self.directory / f"{task['id']}.json")
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

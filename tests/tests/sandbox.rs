@@ -310,3 +310,39 @@ async fn selector_options_set_the_limits() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stuck_call_does_not_hold_up_other_callers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        hostile()
+            .dir(tmp.path())
+            .timeout(Duration::from_secs(5))
+            .max_instances(2)
+            .build()
+            .unwrap(),
+    );
+    let stuck = {
+        let store = Arc::clone(&store);
+        tokio::spawn(async move { store.get("loop").await })
+    };
+    // While one instance spins, the other serves callers.
+    for _ in 0..10 {
+        assert_eq!(store.get("nothing").await.unwrap(), None);
+    }
+    assert!(
+        !stuck.is_finished(),
+        "the looping call is still running: the others did not wait for it"
+    );
+    let err = stuck.await.unwrap().unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::LimitExceeded {
+                limit: Limit::Timeout(_),
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
