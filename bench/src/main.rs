@@ -273,6 +273,27 @@ fn measure_floor(out: &mut Vec<Record>, dir: &Path, tasks: &[(&str, &Task, usize
     Ok(())
 }
 
+/// What handing one call to Tokio's blocking pool and back costs: the part of every file or
+/// component call that an async store cannot avoid without blocking its caller's thread.
+async fn measure_handoff(out: &mut Vec<Record>, iterations: usize) -> Result<()> {
+    let mut samples = Vec::with_capacity(iterations);
+    for i in 0..iterations + 50 {
+        let started = Instant::now();
+        tokio::task::spawn_blocking(|| std::hint::black_box(0)).await?;
+        if i >= 50 {
+            samples.push(started.elapsed());
+        }
+    }
+    out.push(Record::from_samples(
+        "handoff",
+        "-",
+        "spawn_blocking",
+        "-",
+        &mut samples,
+    ));
+    Ok(())
+}
+
 async fn measure_component_start(
     out: &mut Vec<Record>,
     dir: &Path,
@@ -484,6 +505,7 @@ async fn main() -> Result<()> {
     let mut records = Vec::new();
     eprintln!("measuring the syscall floor…");
     measure_floor(&mut records, dir, &sizes)?;
+    measure_handoff(&mut records, n).await?;
     let stores: Vec<((&str, &str), Arc<dyn TaskStore>)> = vec![
         (("memory", "none"), Arc::new(InMemoryTaskStore::new())),
         (

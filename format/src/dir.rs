@@ -9,7 +9,6 @@
 
 use crate::id::{self, IdError};
 use crate::task::{self, TaskError};
-use serde_json::{Map, Value};
 use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -120,19 +119,8 @@ impl DirStore {
     /// [`DirError::Corrupt`], never `None` and never someone else's Task.
     pub fn get_text(&self, id: &str) -> Result<Option<String>, DirError> {
         let path = self.path_of(id)?;
-        let text = match fs::read(&path) {
-            Ok(bytes) => String::from_utf8(bytes).map_err(|e| DirError::Corrupt {
-                file: path.clone(),
-                reason: format!("not UTF-8 ({e})"),
-            })?,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(DirError::Io {
-                    op: "read",
-                    file: path,
-                    source,
-                });
-            }
+        let Some(text) = read_text(&path)? else {
+            return Ok(None);
         };
         let stored_id = task::check_task_text(&text).map_err(|e| DirError::Corrupt {
             file: path.clone(),
@@ -147,39 +135,9 @@ impl DirStore {
         Ok(Some(text))
     }
 
-    /// Reads and parses the Task with this id (see [`DirStore::get_text`]).
-    pub fn get(&self, id: &str) -> Result<Option<Map<String, Value>>, DirError> {
-        let path = self.path_of(id)?;
-        let bytes = match fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(source) => {
-                return Err(DirError::Io {
-                    op: "read",
-                    file: path,
-                    source,
-                });
-            }
-        };
-        let corrupt = |reason: String| DirError::Corrupt {
-            file: path.clone(),
-            reason,
-        };
-        let value: Value =
-            serde_json::from_slice(&bytes).map_err(|e| corrupt(format!("not JSON ({e})")))?;
-        let task = task::into_task(value).map_err(|e| corrupt(e.to_string()))?;
-        let stored_id = task::task_id(&task).map_err(|e| corrupt(e.to_string()))?;
-        if stored_id != id {
-            return Err(corrupt(id_mismatch(id, stored_id)));
-        }
-        Ok(Some(task))
-    }
-
-    /// Saves a Task, replacing any earlier version with the same id.
-    pub fn save(&self, task: &Map<String, Value>) -> Result<(), DirError> {
-        let id = task::task_id(task).map_err(DirError::InvalidTask)?;
-        let text = serde_json::to_string(task)
-            .map_err(|e| DirError::InvalidTask(TaskError::NotJson(e.to_string())))?;
+    /// Saves a Task whose text the caller already checked to be a Task with this `id` (with
+    /// [`task::check_task_text`] or by building it), written exactly as given.
+    pub fn save_checked(&self, id: &str, text: &str) -> Result<(), DirError> {
         self.write(id, text.as_bytes())
     }
 
@@ -286,6 +244,24 @@ fn create_temp(dir: &Path) -> Result<(PathBuf, File), DirError> {
     })
 }
 
+/// The file's text: `None` if it does not exist, `Corrupt` if it is not UTF-8.
+fn read_text(path: &Path) -> Result<Option<String>, DirError> {
+    match fs::read(path) {
+        Ok(bytes) => String::from_utf8(bytes)
+            .map(Some)
+            .map_err(|e| DirError::Corrupt {
+                file: path.to_path_buf(),
+                reason: format!("not UTF-8 ({e})"),
+            }),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(DirError::Io {
+            op: "read",
+            file: path.to_path_buf(),
+            source,
+        }),
+    }
+}
+
 fn id_mismatch(wanted: &str, found: &str) -> String {
     format!("holds task {found:?}, not {wanted:?}")
 }
@@ -311,24 +287,16 @@ fn random_u128() -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    fn task(value: Value) -> Map<String, Value> {
-        match value {
-            Value::Object(map) => map,
-            _ => panic!("not an object"),
-        }
-    }
 
     fn store(dir: &tempfile::TempDir) -> DirStore {
         DirStore::new(dir.path(), Durability::Full)
     }
 
     #[test]
-    fn save_writes_one_compact_file_named_after_the_id() {
+    fn save_writes_one_file_named_after_the_id_with_the_text_as_given() {
         let dir = tempfile::tempdir().unwrap();
-        let t = task(json!({"id": "abc-123", "status": {"state": "completed"}}));
-        store(&dir).save(&t).unwrap();
+        let t = r#"{"id":"abc-123","status":{"state":"completed"}}"#;
+        store(&dir).save_text(t).unwrap();
         let names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -341,17 +309,12 @@ mod tests {
     }
 
     #[test]
-    fn get_and_get_text_agree() {
+    fn get_text_returns_what_was_saved_and_none_on_a_miss() {
         let dir = tempfile::tempdir().unwrap();
         let s = store(&dir);
-        let t = task(json!({"id": "x", "n": 9007199254740993_u64, "z": -0.0}));
-        s.save(&t).unwrap();
-        assert_eq!(s.get("x").unwrap(), Some(t.clone()));
-        assert_eq!(
-            s.get_text("x").unwrap().unwrap(),
-            serde_json::to_string(&t).unwrap()
-        );
-        assert_eq!(s.get("y").unwrap(), None);
+        let t = r#"{"id":"x","n":9007199254740993,"z":-0.0,"big":123456789012345678901234567890}"#;
+        s.save_checked("x", t).unwrap();
+        assert_eq!(s.get_text("x").unwrap().as_deref(), Some(t));
         assert_eq!(s.get_text("y").unwrap(), None);
     }
 
@@ -359,10 +322,7 @@ mod tests {
     fn a_file_holding_another_id_is_corrupt_not_a_hit() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.json"), r#"{"id":"b"}"#).unwrap();
-        for err in [
-            store(&dir).get("a").unwrap_err(),
-            store(&dir).get_text("a").unwrap_err(),
-        ] {
+        for err in [store(&dir).get_text("a").unwrap_err()] {
             let msg = err.to_string();
             assert!(matches!(err, DirError::Corrupt { .. }), "{msg}");
             assert!(msg.contains("a.json") && msg.contains("\"b\""), "{msg}");
@@ -373,10 +333,6 @@ mod tests {
     fn truncated_file_is_corrupt() {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join("a.json"), r#"{"id":"a","status":{"#).unwrap();
-        assert!(matches!(
-            store(&dir).get("a"),
-            Err(DirError::Corrupt { .. })
-        ));
         assert!(matches!(
             store(&dir).get_text("a"),
             Err(DirError::Corrupt { .. })

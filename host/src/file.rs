@@ -69,13 +69,17 @@ impl TaskStore for FileTaskStore {
     async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
         check_id(id)?;
         let id = id.to_owned();
-        self.blocking(move |dir| Ok(dir.get(&id)?.map(Task::from_checked)))
-            .await
+        self.blocking(move |dir| {
+            let text = dir.get_text(&id)?;
+            Ok(text.map(|text| Task::from_checked_text(id, text)))
+        })
+        .await
     }
 
     async fn save(&self, task: &Task) -> Result<(), StoreError> {
         let task = task.clone();
-        self.blocking(move |dir| Ok(dir.save(task.as_map())?)).await
+        self.blocking(move |dir| Ok(dir.save_checked(task.id(), task.as_json())?))
+            .await
     }
 
     fn describe(&self) -> String {

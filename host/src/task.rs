@@ -4,6 +4,7 @@ use crate::error::StoreError;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
 use toolnexus_format::task as format;
 
 /// An A2A Task document. Apart from its `id`, it is opaque: every member comes back from a
@@ -19,54 +20,101 @@ use toolnexus_format::task as format;
 /// assert!("[1, 2]".parse::<Task>().is_err());
 /// # Ok::<(), toolnexus::StoreError>(())
 /// ```
-#[derive(Clone, PartialEq)]
-pub struct Task(Map<String, Value>);
+///
+/// A `Task` is immutable and cheap to clone (the document is shared). It holds its document as
+/// a parsed map, as compact JSON text, or both, each made from the other on first use: a Task
+/// read from a store is only parsed if its members are looked at, and a Task saved by a store
+/// is serialized once.
+#[derive(Clone)]
+pub struct Task(Arc<Inner>);
+
+struct Inner {
+    id: Box<str>,
+    map: OnceLock<Map<String, Value>>,
+    text: OnceLock<String>,
+}
 
 impl Task {
     /// Parses JSON text as a Task.
     pub fn from_json(text: &str) -> Result<Self, StoreError> {
-        Ok(Task(format::parse_task(text)?))
+        Ok(Self::from_map(format::parse_task(text)?))
     }
 
-    /// A map [`DirStore`](toolnexus_format::DirStore) already checked.
-    pub(crate) fn from_checked(map: Map<String, Value>) -> Self {
-        debug_assert!(format::task_id(&map).is_ok());
-        Task(map)
+    fn from_map(map: Map<String, Value>) -> Self {
+        let id = format::task_id(&map).expect("checked by the caller").into();
+        Task(Arc::new(Inner {
+            id,
+            map: OnceLock::from(map),
+            text: OnceLock::new(),
+        }))
+    }
+
+    /// Text a store already checked (with [`format::check_task_text`]) to be a Task with this id.
+    pub(crate) fn from_checked_text(id: String, text: String) -> Self {
+        debug_assert_eq!(format::check_task_text(&text).as_deref(), Ok(id.as_str()));
+        Task(Arc::new(Inner {
+            id: id.into(),
+            map: OnceLock::new(),
+            text: OnceLock::from(text),
+        }))
     }
 
     /// The Task's id.
     pub fn id(&self) -> &str {
-        match self.0.get("id") {
-            Some(Value::String(id)) => id,
-            _ => unreachable!("a Task always has a string id"),
-        }
+        &self.0.id
     }
 
     /// A member of the Task, such as `status`.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.get(key)
+        self.as_map().get(key)
     }
 
     /// The whole document.
     pub fn as_map(&self) -> &Map<String, Value> {
-        &self.0
+        self.0.map.get_or_init(|| {
+            let text = self.0.text.get().expect("a Task has its map or its text");
+            // The text was checked to be a JSON object when the Task was made.
+            format::parse_task(text).expect("checked Task text parses")
+        })
     }
 
     /// The whole document, owned.
     pub fn into_value(self) -> Value {
-        Value::Object(self.0)
+        match Arc::try_unwrap(self.0) {
+            Ok(inner) if inner.map.get().is_some() => {
+                Value::Object(inner.map.into_inner().expect("just checked"))
+            }
+            Ok(inner) => Task(Arc::new(inner)).as_map().clone().into(),
+            Err(shared) => Value::Object(Task(shared).as_map().clone()),
+        }
     }
 
-    /// Compact JSON text, the form stores write.
+    /// The document as compact JSON text: what stores write and components receive.
+    pub fn as_json(&self) -> &str {
+        self.0.text.get_or_init(|| {
+            let map = self.0.map.get().expect("a Task has its map or its text");
+            serde_json::to_string(map).expect("a JSON map always serializes")
+        })
+    }
+
+    /// [`as_json`](Self::as_json), owned.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(&self.0).expect("a JSON map always serializes")
+        self.as_json().to_owned()
+    }
+}
+
+/// Equal as JSON: the same members with the same values, whatever the formatting.
+impl PartialEq for Task {
+    fn eq(&self, other: &Task) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+            || (self.id() == other.id() && self.as_map() == other.as_map())
     }
 }
 
 impl TryFrom<Value> for Task {
     type Error = StoreError;
     fn try_from(value: Value) -> Result<Self, StoreError> {
-        Ok(Task(format::into_task(value)?))
+        Ok(Task::from_map(format::into_task(value)?))
     }
 }
 
@@ -74,7 +122,7 @@ impl TryFrom<Map<String, Value>> for Task {
     type Error = StoreError;
     fn try_from(map: Map<String, Value>) -> Result<Self, StoreError> {
         format::task_id(&map)?;
-        Ok(Task(map))
+        Ok(Task::from_map(map))
     }
 }
 
@@ -93,25 +141,25 @@ impl From<Task> for Value {
 
 impl PartialEq<Value> for Task {
     fn eq(&self, other: &Value) -> bool {
-        matches!(other, Value::Object(map) if *map == self.0)
+        matches!(other, Value::Object(map) if map == self.as_map())
     }
 }
 
 impl fmt::Debug for Task {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Task({})", self.to_json())
+        write!(f, "Task({})", self.as_json())
     }
 }
 
 impl fmt::Display for Task {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.to_json())
+        f.write_str(self.as_json())
     }
 }
 
 impl serde::Serialize for Task {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        self.as_map().serialize(serializer)
     }
 }
 
@@ -157,6 +205,20 @@ mod tests {
             assert!(matches!(err, StoreError::InvalidTask(_)));
             assert!(err.to_string().starts_with(want), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn text_and_map_forms_agree() {
+        let text = r#"{"id": "t", "n": 123456789012345678901234567890, "s": [1]}"#;
+        let from_text = Task::from_checked_text("t".into(), text.into());
+        let from_map = Task::from_json(text).unwrap();
+        assert_eq!(from_text, from_map);
+        assert_eq!(from_text.get("s"), Some(&json!([1])));
+        assert_eq!(
+            from_map.as_json(),
+            r#"{"id":"t","n":123456789012345678901234567890,"s":[1]}"#
+        );
+        assert_eq!(from_text.clone().into_value(), from_map.into_value());
     }
 
     #[test]

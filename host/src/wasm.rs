@@ -431,34 +431,35 @@ impl TaskStore for WasmTaskStore {
                 max,
             }));
         }
-        let task = Task::from_json(&text).map_err(|e| {
+        // Checked in full (syntax, object, id) without building the document.
+        let stored_id = toolnexus_format::task::check_task_text(&text).map_err(|e| {
             self.inner.component_error(format!(
-                "get({id:?}) returned something that is not a Task: {e}"
+                "get({id:?}) returned something that is not a Task: invalid task: {e}"
             ))
         })?;
-        if task.id() != id {
+        if stored_id != id {
             return Err(self.inner.component_error(format!(
-                "get({id:?}) returned the Task with id {:?}",
-                task.id()
+                "get({id:?}) returned the Task with id {stored_id:?}"
             )));
         }
-        Ok(Some(task))
+        Ok(Some(Task::from_checked_text(stored_id, text)))
     }
 
     async fn save(&self, task: &Task) -> Result<(), StoreError> {
-        let text = task.to_json();
+        let size = task.as_json().len();
         let max = self.inner.limits.max_task_bytes;
-        if text.len() > max {
+        if size > max {
             return Err(StoreError::TaskTooLarge {
                 id: task.id().to_owned(),
-                size: text.len(),
+                size,
                 max,
             });
         }
+        let task = task.clone(); // shares the document; no copy
         self.call(move |i| {
             i.api
                 .toolnexus_task_store_store()
-                .call_save(&mut i.store, &text)
+                .call_save(&mut i.store, task.as_json())
         })
         .await
     }
