@@ -52,6 +52,9 @@ struct Args {
     workdir: Option<PathBuf>,
 }
 
+/// A store's name and durability, as shown in the table.
+type Label = (&'static str, &'static str);
+
 /// One measured line of the table.
 #[derive(Debug, Clone)]
 struct Record {
@@ -506,7 +509,7 @@ async fn main() -> Result<()> {
     eprintln!("measuring the syscall floor…");
     measure_floor(&mut records, dir, &sizes)?;
     measure_handoff(&mut records, n).await?;
-    let stores: Vec<((&str, &str), Arc<dyn TaskStore>)> = vec![
+    let stores: Vec<(Label, Arc<dyn TaskStore>)> = vec![
         (("memory", "none"), Arc::new(InMemoryTaskStore::new())),
         (
             ("file", "full"),
