@@ -8,6 +8,7 @@
 //! - A read returns a Task only if the file parses as a Task whose `id` is the id asked for.
 
 use crate::id::{self, IdError};
+use crate::query::{self, ListQuery};
 use crate::task::{self, TaskError};
 use std::collections::hash_map::RandomState;
 use std::fmt;
@@ -24,6 +25,9 @@ pub const TEMP_PREFIX: &str = ".tmp-";
 /// A temp file older than this is a leftover from a crashed writer and may be removed.
 /// Real writes hold a temp file for milliseconds; an hour leaves room for a stalled disk.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
+
+/// One page of a listing: `(id, JSON text)` per Task, and the token for the next page.
+pub type TextPage = (Vec<(String, String)>, Option<String>);
 
 /// How hard a save works to survive power loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -133,6 +137,87 @@ impl DirStore {
             });
         }
         Ok(Some(text))
+    }
+
+    /// One page of the Tasks matching `query`, as (id, JSON text) pairs, and the next page token.
+    ///
+    /// Reads every Task file in the directory (temp and foreign files are skipped); a Task file
+    /// that cannot be read as a Task is an error naming it, never silently left out.
+    pub fn list_texts(&self, query: &ListQuery) -> Result<TextPage, DirError> {
+        let entries = fs::read_dir(&self.root).map_err(|source| DirError::Io {
+            op: "list",
+            file: self.root.clone(),
+            source,
+        })?;
+        let mut matching = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|source| DirError::Io {
+                op: "list",
+                file: self.root.clone(),
+                source,
+            })?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str().filter(|n| id::is_task_file_name(n)) else {
+                continue;
+            };
+            // A plain name says its id: skip files outside the page without reading them.
+            if id::decode_file_name(name).is_some_and(|id| !query.after_token(&id)) {
+                continue;
+            }
+            let path = entry.path();
+            let Some(text) = read_text(&path)? else {
+                continue;
+            }; // deleted meanwhile
+            let corrupt = |reason: String| DirError::Corrupt {
+                file: path.clone(),
+                reason,
+            };
+            let (stored_id, keep) = if query.has_filters() {
+                let task = task::parse_task(&text).map_err(|e| corrupt(e.to_string()))?;
+                let stored_id = task::task_id(&task)
+                    .map_err(|e| corrupt(e.to_string()))?
+                    .to_owned();
+                (stored_id, query.matches(&task))
+            } else {
+                (
+                    task::check_task_text(&text).map_err(|e| corrupt(e.to_string()))?,
+                    true,
+                )
+            };
+            if id::encode_id(&stored_id).ok().as_deref() != Some(name) {
+                return Err(corrupt(format!(
+                    "holds task {stored_id:?}, which belongs in another file"
+                )));
+            }
+            if keep && query.after_token(&stored_id) {
+                matching.push((stored_id.clone(), (stored_id, text)));
+            }
+        }
+        Ok(query::paginate(matching, query))
+    }
+
+    /// Removes the Task with this id: `true` if there was one.
+    pub fn delete(&self, id: &str) -> Result<bool, DirError> {
+        let path = self.path_of(id)?;
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(source) => {
+                return Err(DirError::Io {
+                    op: "delete",
+                    file: path,
+                    source,
+                });
+            }
+        }
+        if self.durability == Durability::Full {
+            sync_dir(&self.root).map_err(|source| DirError::Io {
+                op: "sync directory",
+                file: self.root.clone(),
+                source,
+            })?;
+        }
+        Ok(true)
     }
 
     /// Saves a Task whose text the caller already checked to be a Task with this `id` (with
@@ -384,6 +469,59 @@ mod tests {
         }
         assert_eq!(store(&dir).sweep_temp_files(STALE_TEMP_AGE).unwrap(), 1);
         assert!(!stale.exists() && fresh.exists() && other.exists());
+    }
+
+    #[test]
+    fn list_pages_through_tasks_in_id_order_and_delete_removes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        for i in [3, 1, 2, 5, 4] {
+            s.save_text(&format!(r#"{{"id":"t{i}","contextId":"c{}"}}"#, i % 2))
+                .unwrap();
+        }
+        fs::write(dir.path().join(".tmp-x"), "{").unwrap();
+        let q = ListQuery {
+            page_size: 2,
+            ..Default::default()
+        };
+        let (page, next) = s.list_texts(&q).unwrap();
+        assert_eq!(
+            page.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+            ["t1", "t2"]
+        );
+        let q = ListQuery {
+            page_token: next,
+            ..q
+        };
+        let (page, _) = s.list_texts(&q).unwrap();
+        assert_eq!(
+            page.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+            ["t3", "t4"]
+        );
+        let q = ListQuery {
+            context_id: Some("c0".into()),
+            ..Default::default()
+        };
+        let (page, next) = s.list_texts(&q).unwrap();
+        assert_eq!(
+            page.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
+            ["t2", "t4"]
+        );
+        assert_eq!(next, None);
+        assert!(s.delete("t2").unwrap());
+        assert!(!s.delete("t2").unwrap());
+        assert_eq!(s.get_text("t2").unwrap(), None);
+    }
+
+    #[test]
+    fn list_reports_a_corrupt_file() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("bad.json"), "{").unwrap();
+        let err = store(&dir).list_texts(&ListQuery::default()).unwrap_err();
+        assert!(
+            matches!(err, DirError::Corrupt { .. }) && err.to_string().contains("bad.json"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -15,8 +15,10 @@
 
 pub mod dir;
 pub mod id;
+pub mod query;
 pub mod task;
 
 pub use dir::{DirError, DirStore, Durability};
 pub use id::{IdError, decode_file_name, encode_id};
+pub use query::ListQuery;
 pub use task::{TaskError, parse_task, task_id};

@@ -7,9 +7,10 @@
 
 wit_bindgen::generate!({
     path: "../wit",
-    world: "configurable-task-store",
+    world: "full-task-store",
 });
 
+use exports::toolnexus::task_store::catalog::{Guest as Catalog, ListQuery, TaskPage};
 use exports::toolnexus::task_store::config::Guest as Config;
 use exports::toolnexus::task_store::store::{Guest, StoreError};
 use std::sync::Once;
@@ -56,6 +57,26 @@ impl Guest for FileStore {
 
     fn save(task: String) -> Result<(), StoreError> {
         store().save_text(&task).map_err(to_wit)
+    }
+}
+
+impl Catalog for FileStore {
+    fn list(query: ListQuery) -> Result<TaskPage, StoreError> {
+        let query = toolnexus_format::ListQuery {
+            context_id: query.context_id,
+            state: query.state,
+            page_size: query.page_size as usize,
+            page_token: query.page_token,
+        };
+        let (tasks, next_page_token) = store().list_texts(&query).map_err(to_wit)?;
+        Ok(TaskPage {
+            tasks: tasks.into_iter().map(|(_, text)| text).collect(),
+            next_page_token,
+        })
+    }
+
+    fn delete(id: String) -> Result<bool, StoreError> {
+        store().delete(&id).map_err(to_wit)
     }
 }
 

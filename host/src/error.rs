@@ -45,6 +45,14 @@ pub enum StoreError {
     #[error("store component {component} exceeded its {limit}")]
     LimitExceeded { component: String, limit: Limit },
 
+    /// The store cannot do this (for example `list` on a component that does not export the
+    /// optional `catalog` interface).
+    #[error("{store} does not support {operation}")]
+    Unsupported {
+        store: String,
+        operation: &'static str,
+    },
+
     /// A component could not be loaded: missing file, not a component, wrong world.
     #[error("cannot load store component {component}: {reason}")]
     Load { component: String, reason: String },
@@ -111,6 +119,7 @@ impl StoreError {
             | StoreError::LimitExceeded { .. }
             | StoreError::Load { .. } => Blame::Store,
             StoreError::Io { .. } => Blame::Environment,
+            StoreError::Unsupported { .. } => Blame::Store,
         }
     }
 

@@ -1,7 +1,7 @@
 //! [`FileTaskStore`]: one JSON file per Task in a directory, written atomically.
 
 use crate::error::{StoreError, display_path};
-use crate::store::{TaskStore, check_id};
+use crate::store::{ListQuery, TaskPage, TaskStore, check_id};
 use crate::task::Task;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -80,6 +80,28 @@ impl TaskStore for FileTaskStore {
         let task = task.clone();
         self.blocking(move |dir| Ok(dir.save_checked(task.id(), task.as_json())?))
             .await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        let query = query.clone();
+        self.blocking(move |dir| {
+            let (texts, next_page_token) = dir.list_texts(&query)?;
+            let tasks = texts
+                .into_iter()
+                .map(|(id, text)| Task::from_checked_text(id, text))
+                .collect();
+            Ok(TaskPage {
+                tasks,
+                next_page_token,
+            })
+        })
+        .await
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        check_id(id)?;
+        let id = id.to_owned();
+        self.blocking(move |dir| Ok(dir.delete(&id)?)).await
     }
 
     fn describe(&self) -> String {

@@ -40,18 +40,18 @@ pub use memory::InMemoryTaskStore;
 pub use selector::{
     BUILTIN_COMPONENT, DEFAULT_DATA_DIR, StoreSelector, WASM_OPTIONS, resolve_store,
 };
-pub use store::TaskStore;
+pub use store::{ListQuery, TaskPage, TaskStore};
 pub use task::Task;
 pub use toolnexus_format::Durability;
 pub use wasm::{
-    CONFIG_INTERFACE, CacheDir, ComponentSource, FILE_STORE_COMPONENT, Limits, LoadReport,
-    STORE_INTERFACE, STORE_PACKAGE, WasmTaskStore, WasmTaskStoreBuilder,
+    CATALOG_INTERFACE, CONFIG_INTERFACE, CacheDir, ComponentSource, FILE_STORE_COMPONENT, Limits,
+    LoadReport, STORE_INTERFACE, STORE_PACKAGE, WasmTaskStore, WasmTaskStoreBuilder,
 };
 
 /// The names the reference Python and JavaScript packages use (`toolnexus.serve`).
 pub mod serve {
     pub use crate::{
-        FileTaskStore, InMemoryTaskStore, StoreError, StoreSelector, Task, TaskStore,
-        WasmTaskStore, resolve_store,
+        FileTaskStore, InMemoryTaskStore, ListQuery, StoreError, StoreSelector, Task, TaskPage,
+        TaskStore, WasmTaskStore, resolve_store,
     };
 }

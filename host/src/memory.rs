@@ -1,7 +1,7 @@
 //! [`InMemoryTaskStore`]: the default store, for the lifetime of the process.
 
 use crate::error::StoreError;
-use crate::store::{TaskStore, check_id};
+use crate::store::{ListQuery, TaskPage, TaskStore, check_id};
 use crate::task::Task;
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -48,6 +48,30 @@ impl TaskStore for InMemoryTaskStore {
         let mut tasks = self.tasks.write().unwrap_or_else(|e| e.into_inner());
         tasks.insert(task.id().to_owned(), task);
         Ok(())
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        let tasks = self.tasks.read().unwrap_or_else(|e| e.into_inner());
+        let matching = tasks
+            .iter()
+            .filter(|(id, task)| query.after_token(id) && query.matches(task.as_map()))
+            .map(|(id, task)| (id.clone(), task.clone()))
+            .collect();
+        let (tasks, next_page_token) = toolnexus_format::query::paginate(matching, query);
+        Ok(TaskPage {
+            tasks,
+            next_page_token,
+        })
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        check_id(id)?;
+        Ok(self
+            .tasks
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id)
+            .is_some())
     }
 
     fn describe(&self) -> String {

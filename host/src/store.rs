@@ -3,6 +3,7 @@
 use crate::error::StoreError;
 use crate::task::Task;
 use std::any::Any;
+pub use toolnexus_format::ListQuery;
 
 /// Where an A2A runtime keeps its Tasks.
 ///
@@ -30,8 +31,38 @@ pub trait TaskStore: Any + Send + Sync {
     /// the same storage) returns this version until the next save.
     async fn save(&self, task: &Task) -> Result<(), StoreError>;
 
+    /// One page of the Tasks matching `query`, in id order (see [`ListQuery`]). Optional:
+    /// stores that cannot enumerate their Tasks keep this default, which answers
+    /// [`StoreError::Unsupported`].
+    async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        let _ = query;
+        Err(StoreError::Unsupported {
+            store: self.describe(),
+            operation: "list",
+        })
+    }
+
+    /// Removes the Task with this id: `true` if there was one. Optional, like
+    /// [`list`](TaskStore::list).
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let _ = id;
+        Err(StoreError::Unsupported {
+            store: self.describe(),
+            operation: "delete",
+        })
+    }
+
     /// A short description for logs and errors, such as `file:/var/tasks`.
     fn describe(&self) -> String;
+}
+
+/// One page of a [`TaskStore::list`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskPage {
+    /// The Tasks, in id order.
+    pub tasks: Vec<Task>,
+    /// Pass as [`ListQuery::page_token`] for the next page; `None` on the last page.
+    pub next_page_token: Option<String>,
 }
 
 pub(crate) fn check_id(id: &str) -> Result<(), StoreError> {

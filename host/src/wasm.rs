@@ -23,7 +23,7 @@
 
 use crate::cache::{self, CacheOutcome};
 use crate::error::{Limit, StoreError, display_path};
-use crate::store::{TaskStore, check_id};
+use crate::store::{ListQuery, TaskPage, TaskStore, check_id};
 use crate::task::Task;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -43,15 +43,19 @@ mod bindings {
     });
 }
 
-/// Only for the optional `config` export, looked up when present.
-mod configurable {
+/// Only for the optional `config` and `catalog` exports, each looked up when present.
+mod optional {
     wasmtime::component::bindgen!({
         path: "../wit",
-        world: "configurable-task-store",
+        world: "full-task-store",
     });
 }
 
-use configurable::exports::toolnexus::task_store::config::GuestIndices as ConfigIndices;
+use optional::exports::toolnexus::task_store::catalog::{
+    Guest as CatalogApi, GuestIndices as CatalogIndices, ListQuery as WitListQuery,
+    StoreError as CatalogWitError,
+};
+use optional::exports::toolnexus::task_store::config::GuestIndices as ConfigIndices;
 
 mod stderr_log;
 
@@ -67,6 +71,8 @@ pub const STORE_PACKAGE: &str = "toolnexus:task-store";
 pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.1.0";
 /// The optional settings interface a store component may export.
 pub const CONFIG_INTERFACE: &str = "toolnexus:task-store/config@0.1.0";
+/// The optional listing-and-deleting interface a store component may export.
+pub const CATALOG_INTERFACE: &str = "toolnexus:task-store/catalog@0.1.0";
 
 /// How often the epoch advances; per-call deadlines are rounded up to this.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -278,6 +284,7 @@ impl WasmTaskStoreBuilder {
         })?;
         // The optional `config` export: present or not, never an error by itself.
         let config = ConfigIndices::new(pre.instance_pre()).ok();
+        let catalog = CatalogIndices::new(pre.instance_pre()).ok();
         let settings = vec![(
             "durability".to_owned(),
             match self.durability {
@@ -291,6 +298,7 @@ impl WasmTaskStoreBuilder {
             dir,
             pre,
             config,
+            catalog,
             settings,
             read_only: self.read_only,
             forward_stderr: self.forward_stderr,
@@ -373,6 +381,24 @@ impl WasmTaskStore {
     /// What the component was loaded from.
     pub fn component_name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// Whether the component exports the optional `catalog` interface (`list`, `delete`).
+    pub fn supports_catalog(&self) -> bool {
+        self.inner.catalog.is_some()
+    }
+
+    fn require_catalog(&self, operation: &'static str) -> Result<(), StoreError> {
+        if self.supports_catalog() {
+            return Ok(());
+        }
+        Err(StoreError::Unsupported {
+            store: format!(
+                "store component {} (it does not export {CATALOG_INTERFACE})",
+                self.inner.name
+            ),
+            operation,
+        })
     }
 
     /// The limits the component runs under.
@@ -464,6 +490,64 @@ impl TaskStore for WasmTaskStore {
         .await
     }
 
+    async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        self.require_catalog("list")?;
+        let wit_query = WitListQuery {
+            context_id: query.context_id.clone(),
+            state: query.state.clone(),
+            page_size: u32::try_from(query.limit()).unwrap_or(u32::MAX),
+            page_token: query.page_token.clone(),
+        };
+        let page = self
+            .call(move |i| {
+                let catalog = i.catalog.as_ref().expect("checked by require_catalog");
+                Ok(catalog
+                    .call_list(&mut i.store, &wit_query)?
+                    .map_err(catalog_error))
+            })
+            .await?;
+        let limits = self.inner.limits;
+        if page.tasks.len() > query.limit() {
+            return Err(self.inner.component_error(format!(
+                "list returned {} Tasks for a page of {}",
+                page.tasks.len(),
+                query.limit()
+            )));
+        }
+        let mut tasks = Vec::with_capacity(page.tasks.len());
+        for text in page.tasks {
+            if text.len() > limits.max_task_bytes {
+                return Err(self.inner.limit_error(Limit::AnswerSize {
+                    size: text.len(),
+                    max: limits.max_task_bytes,
+                }));
+            }
+            let id = toolnexus_format::task::check_task_text(&text).map_err(|e| {
+                self.inner.component_error(format!(
+                    "list returned something that is not a Task: invalid task: {e}"
+                ))
+            })?;
+            tasks.push(Task::from_checked_text(id, text));
+        }
+        Ok(TaskPage {
+            tasks,
+            next_page_token: page.next_page_token,
+        })
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        check_id(id)?;
+        self.require_catalog("delete")?;
+        let id = id.to_owned();
+        self.call(move |i| {
+            let catalog = i.catalog.as_ref().expect("checked by require_catalog");
+            Ok(catalog
+                .call_delete(&mut i.store, &id)?
+                .map_err(catalog_error))
+        })
+        .await
+    }
+
     fn describe(&self) -> String {
         format!(
             "wasm:{}?dir={}",
@@ -478,6 +562,7 @@ struct Inner {
     dir: PathBuf,
     pre: bindings::TaskStorePre<Host>,
     config: Option<ConfigIndices>,
+    catalog: Option<CatalogIndices>,
     settings: Vec<(String, String)>,
     read_only: bool,
     forward_stderr: bool,
@@ -489,6 +574,7 @@ struct Inner {
 struct Instance {
     store: Store<Host>,
     api: bindings::TaskStore,
+    catalog: Option<CatalogApi>,
 }
 
 impl Instance {
@@ -590,7 +676,11 @@ impl Inner {
         store.limiter(|host| &mut host.limiter);
         store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
         match self.setup(&mut store) {
-            Ok(Ok(api)) => Ok(Instance { store, api }),
+            Ok(Ok((api, catalog))) => Ok(Instance {
+                store,
+                api,
+                catalog,
+            }),
             Ok(Err(refused)) => {
                 Err(self.component_error(format!("refused its settings: {refused}")))
             }
@@ -608,7 +698,7 @@ impl Inner {
     fn setup(
         &self,
         store: &mut Store<Host>,
-    ) -> wasmtime::Result<Result<bindings::TaskStore, String>> {
+    ) -> wasmtime::Result<Result<(bindings::TaskStore, Option<CatalogApi>), String>> {
         let instance = self.pre.instance_pre().instantiate(&mut *store)?;
         let api = bindings::TaskStore::new(&mut *store, &instance)?;
         if let Some(config) = &self.config {
@@ -617,7 +707,11 @@ impl Inner {
                 return Ok(Err(refused));
             }
         }
-        Ok(Ok(api))
+        let catalog = match &self.catalog {
+            Some(indices) => Some(indices.load(&mut *store, &instance)?),
+            None => None,
+        };
+        Ok(Ok((api, catalog)))
     }
 
     fn take_idle(&self) -> Option<Instance> {
@@ -684,6 +778,16 @@ impl Inner {
             ),
             WitError::Other(msg) => self.component_error(msg),
         }
+    }
+}
+
+/// The catalog interface has its own copy of the error type; it means the same.
+fn catalog_error(err: CatalogWitError) -> WitError {
+    match err {
+        CatalogWitError::InvalidInput(m) => WitError::InvalidInput(m),
+        CatalogWitError::Corrupt(m) => WitError::Corrupt(m),
+        CatalogWitError::Io(m) => WitError::Io(m),
+        CatalogWitError::Other(m) => WitError::Other(m),
     }
 }
 

@@ -163,3 +163,65 @@ fn store_failures_exit_3() {
     assert_eq!(missing.status.code(), Some(3), "{}", stderr(&missing));
     assert!(stderr(&missing).contains("none.wasm"));
 }
+
+#[test]
+fn list_and_delete_through_every_durable_store() {
+    let cwd = tempfile::tempdir().unwrap();
+    for selector in ["file:./t", "wasm:builtin?dir=./t"] {
+        for (id, ctx) in [("a", "c1"), ("b", "c2"), ("c", "c1")] {
+            let task = format!(
+                r#"{{"id": "{id}", "contextId": "{ctx}", "status": {{"state": "working"}}}}"#
+            );
+            let out = tnstore(cwd.path(), &["--store", selector, "save"], Some(&task));
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        }
+        let out = tnstore(
+            cwd.path(),
+            &[
+                "--store",
+                selector,
+                "list",
+                "--context-id",
+                "c1",
+                "--page-size",
+                "1",
+            ],
+            None,
+        );
+        assert_eq!(out.status.code(), Some(0), "{selector}: {}", stderr(&out));
+        let page: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(page["tasks"][0]["id"], "a", "{selector}");
+        assert_eq!(page["nextPageToken"], "a", "{selector}");
+        let out = tnstore(
+            cwd.path(),
+            &[
+                "--store",
+                selector,
+                "list",
+                "--context-id",
+                "c1",
+                "--page-token",
+                "a",
+            ],
+            None,
+        );
+        let page: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(page["tasks"][0]["id"], "c", "{selector}");
+        assert_eq!(page["nextPageToken"], serde_json::Value::Null, "{selector}");
+
+        let deleted = tnstore(cwd.path(), &["--store", selector, "delete", "b"], None);
+        assert_eq!(
+            deleted.status.code(),
+            Some(0),
+            "{selector}: {}",
+            stderr(&deleted)
+        );
+        let again = tnstore(cwd.path(), &["--store", selector, "delete", "b"], None);
+        assert_eq!(again.status.code(), Some(1), "{selector}");
+        let gone = tnstore(cwd.path(), &["--store", selector, "get", "b"], None);
+        assert_eq!(gone.status.code(), Some(1), "{selector}");
+        for id in ["a", "c"] {
+            tnstore(cwd.path(), &["--store", selector, "delete", id], None);
+        }
+    }
+}

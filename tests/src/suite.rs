@@ -5,7 +5,7 @@ use crate::{StoreFactory, state, task, vectors};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-use toolnexus::{StoreError, Task, TaskStore};
+use toolnexus::{ListQuery, StoreError, Task, TaskStore};
 
 /// Reference example 1: save then get round-trips; a miss is `None`.
 pub async fn save_then_get_round_trips(f: &dyn StoreFactory, dir: &Path) {
@@ -228,4 +228,79 @@ pub async fn store_is_shareable_across_threads(f: &dyn StoreFactory, dir: &Path)
     .join()
     .unwrap();
     assert!(store.get("from-thread").await.unwrap().is_some());
+}
+
+/// `list` pages through every Task in id order, with filters on context and state (either
+/// protocol version's spelling), and never returns a Task twice.
+pub async fn list_pages_and_filters(f: &dyn StoreFactory, dir: &Path) {
+    let store = f.open(dir);
+    for i in 0..25 {
+        let state = ["submitted", "TASK_STATE_WORKING", "completed"][i % 3];
+        let context = format!("ctx-{}", i % 2);
+        store
+            .save(&task(
+                json!({"id": format!("t{i:02}"), "contextId": context, "status": {"state": state}}),
+            ))
+            .await
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut query = ListQuery {
+        page_size: 10,
+        ..Default::default()
+    };
+    let mut pages = 0;
+    loop {
+        let page = store.list(&query).await.unwrap();
+        assert!(page.tasks.len() <= 10);
+        pages += 1;
+        seen.extend(page.tasks.iter().map(|t| t.id().to_owned()));
+        match page.next_page_token {
+            Some(token) => query.page_token = Some(token),
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..25).map(|i| format!("t{i:02}")).collect();
+    assert_eq!(seen, expected, "every Task once, in id order");
+    assert_eq!(pages, 3);
+
+    let working = store
+        .list(&ListQuery {
+            state: Some("working".into()),
+            context_id: Some("ctx-0".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = working.tasks.iter().map(|t| t.id()).collect();
+    assert_eq!(ids, ["t04", "t10", "t16", "t22"]);
+    assert_eq!(working.tasks[0].get("contextId").unwrap(), "ctx-0");
+    assert_eq!(working.next_page_token, None);
+}
+
+/// `delete` removes a Task (`true`), reports a miss (`false`), and a deleted Task is gone for
+/// `get` and `list`, through a fresh store too.
+pub async fn delete_removes_a_task(f: &dyn StoreFactory, dir: &Path) {
+    let store = f.open(dir);
+    store.save(&task(json!({"id": "keep"}))).await.unwrap();
+    store
+        .save(&task(
+            json!({"id": "a/b", "status": {"state": "completed"}}),
+        ))
+        .await
+        .unwrap();
+    assert!(store.delete("a/b").await.unwrap());
+    assert!(!store.delete("a/b").await.unwrap());
+    assert!(!store.delete("never-saved").await.unwrap());
+    let reader = if f.durable() { f.open(dir) } else { store };
+    assert_eq!(reader.get("a/b").await.unwrap(), None);
+    let all = reader.list(&ListQuery::default()).await.unwrap();
+    assert_eq!(
+        all.tasks.iter().map(|t| t.id()).collect::<Vec<_>>(),
+        ["keep"]
+    );
+    assert!(matches!(
+        reader.delete("").await,
+        Err(StoreError::InvalidId { .. })
+    ));
 }

@@ -91,4 +91,6 @@ all_stores!(
     concurrent_saves_all_land,
     readers_never_see_a_partial_task,
     store_is_shareable_across_threads,
+    list_pages_and_filters,
+    delete_removes_a_task,
 );

@@ -346,3 +346,38 @@ async fn a_stuck_call_does_not_hold_up_other_callers() {
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_and_delete_are_unsupported_without_the_catalog_interface() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    assert!(!store.supports_catalog());
+    let err = store
+        .list(&toolnexus::ListQuery::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Unsupported {
+                operation: "list",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("does not support list"), "{err}");
+    let err = store.delete("x").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Unsupported {
+                operation: "delete",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let builtin = WasmTaskStore::file_store(tmp.path().join("b")).unwrap();
+    assert!(builtin.supports_catalog());
+}

@@ -8,7 +8,7 @@ use clap::{Parser, Subcommand};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolnexus::{Blame, FILE_STORE_COMPONENT, StoreError, Task, resolve_store};
+use toolnexus::{Blame, FILE_STORE_COMPONENT, ListQuery, StoreError, Task, resolve_store};
 
 /// The store used when neither --store nor TNSTORE_STORE is given: the built-in file-store
 /// component over `.toolnexus/tasks` in the current directory.
@@ -39,6 +39,26 @@ enum Command {
     },
     /// Print the Task with this id as JSON; exit 1 if there is none.
     Get {
+        /// The Task id.
+        id: String,
+    },
+    /// List Tasks as a JSON page `{"tasks": [...], "nextPageToken": ...}`, in id order.
+    List {
+        /// Only Tasks with this contextId.
+        #[arg(long)]
+        context_id: Option<String>,
+        /// Only Tasks in this state (e.g. completed or TASK_STATE_COMPLETED).
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many Tasks (default 50, at most 1000).
+        #[arg(long, default_value_t = 0)]
+        page_size: usize,
+        /// Continue after the page that returned this token.
+        #[arg(long)]
+        page_token: Option<String>,
+    },
+    /// Delete the Task with this id; exit 1 if there is none.
+    Delete {
         /// The Task id.
         id: String,
     },
@@ -112,6 +132,38 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             store.save(&task).await?;
             eprintln!("tnstore: saved {:?}", task.id());
             Ok(())
+        }
+        Command::List {
+            context_id,
+            state,
+            page_size,
+            page_token,
+        } => {
+            let store = open(cli.store).await?;
+            let query = ListQuery {
+                context_id,
+                state,
+                page_size,
+                page_token,
+            };
+            let page = store.list(&query).await?;
+            let tasks: Vec<&serde_json::Map<String, serde_json::Value>> =
+                page.tasks.iter().map(Task::as_map).collect();
+            let out = serde_json::json!({"tasks": tasks, "nextPageToken": page.next_page_token});
+            writeln!(std::io::stdout().lock(), "{out}")
+                .map_err(|e| Failure::Store(format!("cannot write output: {e}")))
+        }
+        Command::Delete { id } => {
+            let store = open(cli.store).await?;
+            if store.delete(&id).await? {
+                eprintln!("tnstore: deleted {id:?}");
+                Ok(())
+            } else {
+                Err(Failure::NotFound(format!(
+                    "no task with id {id:?} in {}",
+                    store.describe()
+                )))
+            }
         }
         Command::Get { id } => {
             let store = open(cli.store).await?;
