@@ -1,20 +1,42 @@
 #!/usr/bin/env bash
-# The main job on a fresh clone: build tnstore, export the file-store component as ./store.wasm,
-# save a Task through it (sandboxed by wasmtime), read it back, and show the file it wrote.
+# The main job on a fresh clone: serve A2A with every Task in the file-store component (the
+# embedded default store, sandboxed by wasmtime), and walk through it with curl: send a message,
+# poll the Task, list Tasks, restart the server, poll again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 cargo build -q -p toolnexus --bin tnstore
 tnstore=target/debug/tnstore
-store='wasm:./store.wasm?dir=./demo-tasks'
+addr=127.0.0.1:8080
+url="http://$addr/"
+log=$(mktemp)
+server=
 
-"$tnstore" component --out store.wasm
-echo '{"id": "task-1", "status": {"state": "submitted"}}' | "$tnstore" --store "$store" save -
-echo '{"id": "task-1", "status": {"state": "completed"}, "artifacts": [{"artifactId": "a1", "parts": [{"kind": "text", "text": "done"}]}]}' \
-    | "$tnstore" --store "$store" save -
-echo "--- tnstore get task-1 (through the component):"
-"$tnstore" --store "$store" get task-1
-echo "--- the same Task read by the native file store:"
-"$tnstore" --store file:./demo-tasks get task-1
-echo "--- on disk:"
-ls -l demo-tasks
+start() {
+    # No --store: the built-in file-store component over ./.toolnexus/tasks.
+    "$tnstore" serve --addr "$addr" --echo-delay-ms 200 >"$log" 2>&1 &
+    server=$!
+    for _ in $(seq 100); do grep -q listening "$log" && break; sleep 0.1; done
+    cat "$log"
+}
+stop() { [ -n "$server" ] && kill "$server" 2>/dev/null && wait "$server" 2>/dev/null || true; }
+trap stop EXIT
+rpc() { curl -s "$url" -H 'content-type: application/json' -d "$1"; echo; }
+
+start
+echo "--- agent card:"
+curl -s "$url.well-known/agent-card.json"; echo
+echo "--- SendMessage:"
+sent=$(rpc '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"user","parts":[{"kind":"text","text":"hello, store"}]}}}')
+echo "$sent"
+id=$(echo "$sent" | sed -E 's/.*"result":\{"id":"([^"]+)".*/\1/')
+echo "--- GetTask $id (right away, then after the agent is done):"
+rpc "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"GetTask\",\"params\":{\"id\":\"$id\"}}"
+sleep 0.5
+rpc "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"GetTask\",\"params\":{\"id\":\"$id\"}}"
+echo "--- ListTasks (completed):"
+rpc '{"jsonrpc":"2.0","id":4,"method":"ListTasks","params":{"status":"completed","pageSize":5}}'
+echo "--- restart the server, then GetTask again:"
+stop
+start
+rpc "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"GetTask\",\"params\":{\"id\":\"$id\"}}"

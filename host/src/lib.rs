@@ -29,6 +29,7 @@ mod error;
 mod file;
 mod memory;
 mod selector;
+pub mod server;
 mod store;
 mod task;
 mod wasm;
@@ -48,8 +49,17 @@ pub use wasm::{
     LoadReport, STORE_INTERFACE, STORE_PACKAGE, WasmTaskStore, WasmTaskStoreBuilder,
 };
 
+/// The state of a Task (`status.state`), or `""` if it has none.
+pub fn task_state(task: &Task) -> &str {
+    task.get("status")
+        .and_then(|s| s.get("state"))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("")
+}
+
 /// The names the reference Python and JavaScript packages use (`toolnexus.serve`).
 pub mod serve {
+    pub use crate::server::{Agent, EchoAgent, ServerConfig, router, serve};
     pub use crate::{
         FileTaskStore, InMemoryTaskStore, ListQuery, StoreError, StoreSelector, Task, TaskPage,
         TaskStore, WasmTaskStore, resolve_store,

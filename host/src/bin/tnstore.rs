@@ -62,6 +62,16 @@ enum Command {
         /// The Task id.
         id: String,
     },
+    /// Serve A2A (agent card and JSON-RPC) over HTTP, every Task in the store. Prints
+    /// `listening on http://ADDR/` once ready; runs until interrupted.
+    Serve {
+        /// Address to listen on (port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: String,
+        /// How long the built-in echo agent works on each Task, in milliseconds.
+        #[arg(long, default_value_t = 0)]
+        echo_delay_ms: u64,
+    },
     /// Write the embedded file-store component to a file, for `--store wasm:<file>`.
     Component {
         /// Where to write the component (e.g. ./store.wasm).
@@ -163,6 +173,40 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     "no task with id {id:?} in {}",
                     store.describe()
                 )))
+            }
+        }
+        Command::Serve {
+            addr,
+            echo_delay_ms,
+        } => {
+            let store = open(cli.store).await?;
+            let listener = tokio::net::TcpListener::bind(&addr)
+                .await
+                .map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| Failure::Store(e.to_string()))?;
+            let config = toolnexus::server::ServerConfig {
+                agent: std::sync::Arc::new(toolnexus::server::EchoAgent {
+                    delay: std::time::Duration::from_millis(echo_delay_ms),
+                }),
+                ..Default::default()
+            };
+            {
+                let mut out = std::io::stdout().lock();
+                writeln!(
+                    out,
+                    "listening on http://{local}/ with {}",
+                    store.describe()
+                )
+                .and_then(|()| out.flush())
+                .map_err(|e| Failure::Store(format!("cannot write output: {e}")))?;
+            }
+            tokio::select! {
+                served = toolnexus::server::serve(listener, store, config) => {
+                    served.map_err(|e| Failure::Store(format!("server failed: {e}")))
+                }
+                _ = tokio::signal::ctrl_c() => Ok(()),
             }
         }
         Command::Get { id } => {

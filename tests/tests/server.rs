@@ -1,0 +1,360 @@
+//! The A2A server over real HTTP (in-process server, real client), for every store.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use toolnexus::server::{EchoAgent, ServerConfig, codes, serve};
+use toolnexus::{
+    FileTaskStore, InMemoryTaskStore, ListQuery, StoreError, Task, TaskPage, TaskStore,
+    WasmTaskStore,
+};
+
+struct Server {
+    url: String,
+    client: reqwest::Client,
+}
+
+async fn start(store: Arc<dyn TaskStore>, delay: Duration) -> Server {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let config = ServerConfig {
+        agent: Arc::new(EchoAgent { delay }),
+        ..Default::default()
+    };
+    tokio::spawn(serve(listener, store, config));
+    Server {
+        url,
+        client: reqwest::Client::new(),
+    }
+}
+
+impl Server {
+    async fn raw(&self, body: impl Into<reqwest::Body>) -> (u16, Value) {
+        let resp = self
+            .client
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn call(&self, method: &str, params: Value) -> Value {
+        let (status, body) = self
+            .raw(
+                json!({"jsonrpc": "2.0", "id": "1", "method": method, "params": params})
+                    .to_string(),
+            )
+            .await;
+        assert_eq!(status, 200);
+        assert_eq!(body["jsonrpc"], "2.0");
+        body
+    }
+
+    async fn send(&self, text: &str) -> Value {
+        let body = self
+            .call(
+                "SendMessage",
+                json!({"message": {"role": "user", "parts": [{"kind": "text", "text": text}]}}),
+            )
+            .await;
+        body["result"].clone()
+    }
+
+    async fn wait_for(&self, id: &str, state: &str) -> Value {
+        for _ in 0..500 {
+            let task = self.call("GetTask", json!({"id": id})).await["result"].clone();
+            if task["status"]["state"] == state {
+                return task;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("task {id} never reached {state}");
+    }
+}
+
+fn stores(dir: &Path) -> Vec<(&'static str, Arc<dyn TaskStore>)> {
+    vec![
+        ("memory", Arc::new(InMemoryTaskStore::new())),
+        (
+            "file",
+            Arc::new(FileTaskStore::new(dir.join("file")).unwrap()),
+        ),
+        (
+            "wasm",
+            Arc::new(WasmTaskStore::file_store(dir.join("wasm")).unwrap()),
+        ),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn send_then_poll_until_completed_with_the_echo() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, store) in stores(tmp.path()) {
+        let server = start(Arc::clone(&store), Duration::ZERO).await;
+        let task = server.send("hello there").await;
+        assert_eq!(task["status"]["state"], "submitted", "{name}");
+        assert_eq!(task["kind"], "task");
+        let id = task["id"].as_str().unwrap();
+        let done = server.wait_for(id, "completed").await;
+        assert_eq!(
+            done["artifacts"][0]["parts"][0]["text"], "hello there",
+            "{name}"
+        );
+        assert_eq!(done["history"][0]["parts"][0]["text"], "hello there");
+        assert_eq!(done["contextId"], task["contextId"]);
+        // The store itself holds the final state.
+        let stored = store.get(id).await.unwrap().unwrap();
+        assert_eq!(toolnexus::task_state(&stored), "completed", "{name}");
+        // The older method name works too.
+        let old = server.call("tasks/get", json!({"id": id})).await;
+        assert_eq!(old["result"]["id"], id);
+    }
+}
+
+/// Reference example 3: every transition goes through the host-supplied store.
+struct SpyStore {
+    inner: InMemoryTaskStore,
+    saved: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl TaskStore for SpyStore {
+    async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+        self.inner.get(id).await
+    }
+    async fn save(&self, task: &Task) -> Result<(), StoreError> {
+        self.saved
+            .lock()
+            .unwrap()
+            .push(toolnexus::task_state(task).to_owned());
+        self.inner.save(task).await
+    }
+    async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        self.inner.list(query).await
+    }
+    fn describe(&self) -> String {
+        "spy".into()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_state_transition_goes_through_the_supplied_store() {
+    let spy = Arc::new(SpyStore {
+        inner: InMemoryTaskStore::new(),
+        saved: Mutex::new(Vec::new()),
+    });
+    let store = toolnexus::resolve_store(Arc::clone(&spy) as Arc<dyn TaskStore>).unwrap();
+    let server = start(store, Duration::ZERO).await;
+    let task = server.send("go").await;
+    server
+        .wait_for(task["id"].as_str().unwrap(), "completed")
+        .await;
+    assert_eq!(
+        *spy.saved.lock().unwrap(),
+        ["submitted", "working", "completed"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancel_works_before_completion_and_is_refused_after() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, store) in stores(tmp.path()) {
+        let server = start(store, Duration::from_millis(400)).await;
+        let task = server.send("slow").await;
+        let id = task["id"].as_str().unwrap();
+        let canceled = server.call("CancelTask", json!({"id": id})).await;
+        assert_eq!(
+            canceled["result"]["status"]["state"], "canceled",
+            "{name}: {canceled}"
+        );
+        // The agent finishing later must not resurrect it.
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let after = server.call("GetTask", json!({"id": id})).await;
+        assert_eq!(after["result"]["status"]["state"], "canceled", "{name}");
+        let again = server.call("tasks/cancel", json!({"id": id})).await;
+        assert_eq!(
+            again["error"]["code"],
+            codes::TASK_NOT_CANCELABLE,
+            "{name}: {again}"
+        );
+        let missing = server.call("CancelTask", json!({"id": "nope"})).await;
+        assert_eq!(missing["error"]["code"], codes::TASK_NOT_FOUND);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn list_filters_and_pages_and_delete_removes() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (name, store) in stores(tmp.path()) {
+        let server = start(store, Duration::ZERO).await;
+        let mut ids = Vec::new();
+        for i in 0..5 {
+            let t = server.send(&format!("m{i}")).await;
+            ids.push(t["id"].as_str().unwrap().to_owned());
+        }
+        for id in &ids {
+            server.wait_for(id, "completed").await;
+        }
+        let page = server.call("ListTasks", json!({"pageSize": 3})).await["result"].clone();
+        assert_eq!(page["tasks"].as_array().unwrap().len(), 3, "{name}: {page}");
+        let token = page["nextPageToken"].as_str().unwrap().to_owned();
+        let rest = server
+            .call("tasks/list", json!({"pageSize": 3, "pageToken": token}))
+            .await["result"]
+            .clone();
+        assert_eq!(rest["tasks"].as_array().unwrap().len(), 2, "{name}");
+        assert_eq!(rest["nextPageToken"], "");
+        let ctx =
+            server.call("GetTask", json!({"id": ids[0]})).await["result"]["contextId"].clone();
+        let by_ctx = server
+            .call(
+                "ListTasks",
+                json!({"contextId": ctx, "status": "completed"}),
+            )
+            .await["result"]
+            .clone();
+        assert_eq!(by_ctx["tasks"].as_array().unwrap().len(), 1, "{name}");
+        let deleted = server.call("DeleteTask", json!({"id": ids[0]})).await;
+        assert_eq!(deleted["result"]["deleted"], true, "{name}");
+        let gone = server.call("GetTask", json!({"id": ids[0]})).await;
+        assert_eq!(gone["error"]["code"], codes::TASK_NOT_FOUND);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn listing_a_store_without_a_catalog_is_unsupported() {
+    struct GetSaveOnly(InMemoryTaskStore);
+    #[async_trait::async_trait]
+    impl TaskStore for GetSaveOnly {
+        async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+            self.0.get(id).await
+        }
+        async fn save(&self, task: &Task) -> Result<(), StoreError> {
+            self.0.save(task).await
+        }
+        fn describe(&self) -> String {
+            "get-save-only".into()
+        }
+    }
+    let server = start(
+        Arc::new(GetSaveOnly(InMemoryTaskStore::new())),
+        Duration::ZERO,
+    )
+    .await;
+    let reply = server.call("ListTasks", json!({})).await;
+    assert_eq!(
+        reply["error"]["code"],
+        codes::UNSUPPORTED_OPERATION,
+        "{reply}"
+    );
+    assert!(
+        reply["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not support list")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_requests_get_the_right_json_rpc_errors_and_change_nothing() {
+    let store = Arc::new(InMemoryTaskStore::new());
+    let server = start(Arc::clone(&store) as Arc<dyn TaskStore>, Duration::ZERO).await;
+    let cases: Vec<(String, i64)> = vec![
+        ("{not json".into(), codes::PARSE_ERROR),
+        ("".into(), codes::PARSE_ERROR),
+        ("[1, 2]".into(), codes::INVALID_REQUEST),
+        (json!({"jsonrpc": "1.0", "id": 1, "method": "GetTask"}).to_string(), codes::INVALID_REQUEST),
+        (json!({"jsonrpc": "2.0", "id": 1}).to_string(), codes::INVALID_REQUEST),
+        (json!({"jsonrpc": "2.0", "id": {"x": 1}, "method": "GetTask"}).to_string(), codes::INVALID_REQUEST),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "Frobnicate"}).to_string(), codes::METHOD_NOT_FOUND),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {}}).to_string(), codes::INVALID_PARAMS),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 5}}).to_string(), codes::INVALID_PARAMS),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "missing"}}).to_string(), codes::TASK_NOT_FOUND),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {}}).to_string(), codes::INVALID_PARAMS),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"role": "user", "parts": []}}}).to_string(), codes::INVALID_PARAMS),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"role": "user", "parts": [1]}}}).to_string(), codes::INVALID_PARAMS),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": -1}}).to_string(), codes::INVALID_PARAMS),
+    ];
+    for (body, code) in cases {
+        let (status, reply) = server.raw(body.clone()).await;
+        assert_eq!(status, 200, "{body}");
+        assert_eq!(reply["error"]["code"], code, "{body}: {reply}");
+    }
+    assert!(store.is_empty(), "no bad request created a Task");
+    // An oversized body is refused before it is read.
+    let (status, _) = server.raw(vec![b' '; 2 << 20]).await;
+    assert_eq!(status, 413);
+    // And the server still works.
+    let task = server.send("still here").await;
+    assert_eq!(task["status"]["state"], "submitted");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_card_describes_the_endpoint() {
+    let server = start(Arc::new(InMemoryTaskStore::new()), Duration::ZERO).await;
+    let card: Value = server
+        .client
+        .get(format!("{}.well-known/agent-card.json", server.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(card["url"], server.url);
+    assert_eq!(card["preferredTransport"], "JSONRPC");
+    assert!(card["skills"].as_array().is_some_and(|s| !s.is_empty()));
+}
+
+/// A bounded load: concurrent clients send messages; zero errors, every Task retrievable and
+/// completed afterwards. Figures go to stderr (`-- --nocapture`); they are not asserted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_clients_under_load_lose_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    const CLIENTS: usize = 16;
+    const PER_CLIENT: usize = 25;
+    for (name, store) in stores(tmp.path()) {
+        let server = Arc::new(start(store, Duration::ZERO).await);
+        let started = Instant::now();
+        let mut handles = Vec::new();
+        for c in 0..CLIENTS {
+            let server = Arc::clone(&server);
+            handles.push(tokio::spawn(async move {
+                let mut out = Vec::new();
+                for i in 0..PER_CLIENT {
+                    let t0 = Instant::now();
+                    let task = server.send(&format!("client {c} message {i}")).await;
+                    out.push((
+                        task["id"].as_str().expect("every send succeeds").to_owned(),
+                        t0.elapsed(),
+                    ));
+                }
+                out
+            }));
+        }
+        let mut results = Vec::new();
+        for h in handles {
+            results.extend(h.await.unwrap());
+        }
+        let wall = started.elapsed();
+        let mut latencies: Vec<Duration> = results.iter().map(|(_, d)| *d).collect();
+        latencies.sort();
+        eprintln!(
+            "load[{name}]: {} SendMessage in {:.2?} = {:.0} req/s, p50 {:.2?}, p99 {:.2?}",
+            results.len(),
+            wall,
+            results.len() as f64 / wall.as_secs_f64(),
+            latencies[latencies.len() / 2],
+            latencies[latencies.len() * 99 / 100]
+        );
+        assert_eq!(results.len(), CLIENTS * PER_CLIENT);
+        for (id, _) in &results {
+            server.wait_for(id, "completed").await;
+        }
+    }
+}
