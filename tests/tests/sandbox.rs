@@ -27,6 +27,19 @@ fn open(dir: &Path) -> WasmTaskStore {
         .expect("the hostile component loads")
 }
 
+fn assert_timeout(err: &StoreError) {
+    assert!(
+        matches!(
+            err,
+            StoreError::LimitExceeded {
+                limit: Limit::Timeout(_),
+                ..
+            }
+        ),
+        "expected the per-call deadline, got: {err}"
+    );
+}
+
 /// After any attack, the same store still answers.
 async fn still_serves(store: &WasmTaskStore) {
     assert_eq!(
@@ -299,16 +312,7 @@ async fn selector_options_set_the_limits() {
         }
     );
     let err = store.get("loop").await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::LimitExceeded {
-                limit: Limit::Timeout(_),
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_timeout(&err);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -335,16 +339,7 @@ async fn a_stuck_call_does_not_hold_up_other_callers() {
         "the looping call is still running: the others did not wait for it"
     );
     let err = stuck.await.unwrap().unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::LimitExceeded {
-                limit: Limit::Timeout(_),
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert_timeout(&err);
 }
 
 #[tokio::test(flavor = "multi_thread")]
