@@ -411,7 +411,15 @@ async fn get_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
 async fn cancel_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
     let id = param_str(params, "id")?;
     let lock = state.lock_for(id);
-    let _guard = lock.lock().await;
+    let guard = lock.lock().await;
+    let result = cancel_locked(state, id).await;
+    drop(guard);
+    // Whatever happened, the Task is now terminal or gone: nothing else will need its lock.
+    state.forget_lock(id);
+    result
+}
+
+async fn cancel_locked(state: &AppState, id: &str) -> Result<Value, RpcError> {
     let Some(task) = state.store.get(id).await? else {
         return Err(RpcError::new(
             codes::TASK_NOT_FOUND,
