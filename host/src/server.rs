@@ -267,15 +267,16 @@ fn now() -> String {
 }
 
 fn new_id() -> String {
+    // A version-4 UUID from 128 bits of the standard library's OS-seeded hasher keys.
     use std::hash::{BuildHasher, RandomState};
     let a = RandomState::new().hash_one(SystemTime::now());
     let b = RandomState::new().hash_one(a);
     format!(
         "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
         a >> 32,
-        a & 0xffff,
-        (b >> 52) & 0xfff,
-        ((b >> 32) & 0x3fff) | 0x8000,
+        (a >> 16) & 0xffff,
+        a & 0xfff,
+        ((b >> 48) & 0x3fff) | 0x8000,
         b & 0xffff_ffff_ffff
     )
 }
@@ -522,8 +523,21 @@ mod tests {
     }
 
     #[test]
-    fn ids_are_unique() {
+    fn ids_are_unique_version_4_uuids() {
         let ids: std::collections::HashSet<_> = (0..1000).map(|_| new_id()).collect();
         assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            let groups: Vec<_> = id.split('-').collect();
+            assert_eq!(
+                groups.iter().map(|g| g.len()).collect::<Vec<_>>(),
+                [8, 4, 4, 4, 12],
+                "{id}"
+            );
+            assert!(groups[2].starts_with('4'), "{id}");
+            assert!(
+                matches!(groups[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'),
+                "{id}"
+            );
+        }
     }
 }
