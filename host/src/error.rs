@@ -1,7 +1,6 @@
 //! The one error type every store returns.
 
 use std::io;
-use std::path::PathBuf;
 pub use toolnexus_format::TaskError;
 
 /// What went wrong in a store operation or while resolving a store.
@@ -152,5 +151,5 @@ impl From<toolnexus_format::DirError> for StoreError {
 }
 
 pub(crate) fn display_path(path: &std::path::Path) -> String {
-    PathBuf::from(path).display().to_string()
+    path.display().to_string()
 }
