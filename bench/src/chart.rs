@@ -19,6 +19,7 @@ fn colour(store: &str) -> RGBColor {
         "floor" => RGBColor(120, 120, 120),
         "memory" | "file" => RGBColor(31, 119, 180),
         "wasm" => RGBColor(44, 160, 44),
+        "postgres" => RGBColor(148, 103, 189),
         _ => RGBColor(214, 96, 39), // the Python peers
     }
 }

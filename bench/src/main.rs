@@ -1,11 +1,11 @@
 //! `tn-compare`: every store side by side, in one run on this machine.
 //!
 //! Measures our stores (memory; native file and the file-store component, each at full and
-//! relaxed durability), the bare syscalls a file store cannot avoid (the floor), component
-//! start-up, and — from a JSON file written by `bench/peers.py` — the Python A2A SDK's stores
-//! and a Python file store. Writes `results.md`, `results.json` and `chart.png` to `--out`, and
-//! prints the target ratios. Run it through `scripts/bench.sh`, which builds it in release mode
-//! and sets up the Python side.
+//! relaxed durability; PostgreSQL when given a server with `--postgres`), the bare syscalls a
+//! file store cannot avoid (the floor), component start-up, and — from a JSON file written by
+//! `bench/peers.py` — the Python A2A SDK's stores and a Python file store. Writes `results.md`,
+//! `results.json` and `chart.png` to `--out`, and prints the target ratios. Run it through
+//! `scripts/bench.sh`, which builds it in release mode and sets up the Python side.
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -50,6 +50,11 @@ struct Args {
     /// Where the stores write (a directory on the disk you want measured).
     #[arg(long)]
     workdir: Option<PathBuf>,
+    /// A PostgreSQL server to measure the PostgreSQL store on
+    /// (`postgres://user:password@host:port/db`; `scripts/pg-cluster.sh start --durable` makes a
+    /// throwaway one). Without it, that store is skipped. It writes to a table of its own.
+    #[arg(long, env = "TOOLNEXUS_BENCH_POSTGRES_URL")]
+    postgres: Option<String>,
 }
 
 /// A store's name and durability, as shown in the table.
@@ -509,7 +514,7 @@ async fn main() -> Result<()> {
     eprintln!("measuring the syscall floor…");
     measure_floor(&mut records, dir, &sizes)?;
     measure_handoff(&mut records, n).await?;
-    let stores: Vec<(Label, Arc<dyn TaskStore>)> = vec![
+    let mut stores: Vec<(Label, Arc<dyn TaskStore>)> = vec![
         (("memory", "none"), Arc::new(InMemoryTaskStore::new())),
         (
             ("file", "full"),
@@ -536,6 +541,23 @@ async fn main() -> Result<()> {
             ),
         ),
     ];
+    match &args.postgres {
+        Some(url) => {
+            // A fresh table per run; full durability is the server's default (fsync and
+            // synchronous_commit on), which `pg-cluster.sh start --durable` keeps.
+            let table = format!("tn_compare_{}", std::process::id());
+            let store = toolnexus::PostgresTaskStore::builder(url.as_str())
+                .table(table)
+                .connect()
+                .await
+                .context("connecting to the PostgreSQL server given by --postgres")?;
+            stores.push((("postgres", "full"), Arc::new(store)));
+        }
+        None => eprintln!(
+            "skipping the PostgreSQL store: no server given (--postgres URL or \
+             TOOLNEXUS_BENCH_POSTGRES_URL)"
+        ),
+    }
     for (label, store) in &stores {
         eprintln!("measuring {} ({})…", label.0, label.1);
         measure_store(&mut records, *label, store, &sizes).await?;

@@ -30,6 +30,7 @@ pub fn build_component(package: &str, out_name: &str, override_var: &str) -> Pat
     let workspace = workspace_root(&manifest_dir);
     for input in [
         "guest",
+        "middleware",
         "format",
         "wit",
         "tests/hostile",

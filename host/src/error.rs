@@ -35,6 +35,12 @@ pub enum StoreError {
     #[error("store component {component} failed: {reason}")]
     Component { component: String, reason: String },
 
+    /// The store refused a valid Task (or id) by a rule of its own, for example the
+    /// lifecycle-guard middleware refusing to move a Task out of a terminal state. Nothing was
+    /// changed; the same call fails the same way until the stored Task or the request changes.
+    #[error("{store} refused the request: {reason}")]
+    Rejected { store: String, reason: String },
+
     /// A Task is larger than the store accepts.
     #[error("task {id:?} is {size} bytes of JSON, over the store's limit of {max} bytes")]
     TaskTooLarge { id: String, size: usize, max: usize },
@@ -56,9 +62,20 @@ pub enum StoreError {
     #[error("cannot load store component {component}: {reason}")]
     Load { component: String, reason: String },
 
+    /// The server a store keeps its Tasks on (a database) cannot be reached, broke the
+    /// connection, or did not answer in time. Nothing was changed that the caller was told of;
+    /// retrying later may succeed (the store reconnects by itself).
+    #[error("{store} is unavailable: {reason}")]
+    Unavailable { store: String, reason: String },
+
+    /// The server a store keeps its Tasks on answered with an error the store did not expect
+    /// (for example a table changed behind its back).
+    #[error("{store} failed: {reason}")]
+    Backend { store: String, reason: String },
+
     /// A selector string whose scheme is not one we know. Never a silent fallback.
     #[error(
-        "Unknown A2A store {0:?}: expected \"memory\", \"file:<dir>\" or \"wasm:<component>[?dir=<dir>]\""
+        "Unknown A2A store {0:?}: expected \"memory\", \"file:<dir>\", \"wasm:<component>[?dir=<dir>]\" or \"postgres://<user>@<host>/<db>\""
     )]
     UnknownSelector(String),
 
@@ -111,13 +128,15 @@ impl StoreError {
             StoreError::InvalidTask(_)
             | StoreError::InvalidId { .. }
             | StoreError::TaskTooLarge { .. }
+            | StoreError::Rejected { .. }
             | StoreError::UnknownSelector(_)
             | StoreError::InvalidSelector { .. } => Blame::Caller,
             StoreError::Corrupt { .. }
             | StoreError::Component { .. }
             | StoreError::LimitExceeded { .. }
-            | StoreError::Load { .. } => Blame::Store,
-            StoreError::Io { .. } => Blame::Environment,
+            | StoreError::Load { .. }
+            | StoreError::Backend { .. } => Blame::Store,
+            StoreError::Io { .. } | StoreError::Unavailable { .. } => Blame::Environment,
             StoreError::Unsupported { .. } => Blame::Store,
         }
     }

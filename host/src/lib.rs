@@ -7,7 +7,9 @@
 //! - [`InMemoryTaskStore`]: the default, for the life of the process;
 //! - [`FileTaskStore`]: one JSON file per Task, atomic writes;
 //! - [`WasmTaskStore`]: any WebAssembly component of the `toolnexus:task-store` world (see
-//!   `wit/`), sandboxed by wasmtime; the file store itself ships as one.
+//!   `wit/`), sandboxed by wasmtime; the file store itself ships as one;
+//! - `PostgresTaskStore` (cargo feature `postgres`, on by default): one PostgreSQL table, shared
+//!   by every replica of a runtime (`docs/postgres.md`).
 //!
 //! [`resolve_store`] picks one from a selector string such as `"file:./tasks"` or
 //! `"wasm:./store.wasm?dir=./tasks"`. It is not an A2A server or client; it is where one keeps
@@ -28,6 +30,8 @@ mod cache;
 mod error;
 mod file;
 mod memory;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod selector;
 pub mod server;
 mod store;
@@ -38,6 +42,11 @@ pub use cache::{CacheOutcome, default_cache_dir};
 pub use error::{Blame, Limit, StoreError, TaskError};
 pub use file::FileTaskStore;
 pub use memory::InMemoryTaskStore;
+#[cfg(feature = "postgres")]
+pub use postgres::{
+    DEFAULT_TABLE as POSTGRES_DEFAULT_TABLE, POSTGRES_OPTIONS, PostgresTaskStore,
+    PostgresTaskStoreBuilder,
+};
 pub use selector::{
     BUILTIN_COMPONENT, DEFAULT_DATA_DIR, StoreSelector, WASM_OPTIONS, resolve_store,
 };

@@ -64,6 +64,7 @@ impl From<Arc<dyn TaskStore>> for StoreSelector {
 /// | none, `"memory"` | a new [`InMemoryTaskStore`] |
 /// | `"file:<dir>"` | [`FileTaskStore`] over `<dir>` (created if missing) |
 /// | `"wasm:<component>[?dir=<dir>]"` | [`WasmTaskStore`] running the component file, granted `<dir>` (default [`DEFAULT_DATA_DIR`]); `wasm:builtin` is the embedded file-store component |
+/// | `"postgres://<user>:<password>@<host>:<port>/<db>[?table=<name>&pool=8&timeout=5s]"` (or `postgresql://`) | `PostgresTaskStore` (cargo feature `postgres`): one table on that server, created if missing; other options are libpq connection parameters |
 /// | an `Arc<dyn TaskStore>` | that same store |
 /// | anything else | [`StoreError::UnknownSelector`]: `Unknown A2A store "…"` |
 ///
@@ -74,7 +75,9 @@ impl From<Arc<dyn TaskStore>> for StoreSelector {
 ///
 /// A `wasm:` component is loaded, compiled and checked here, so a missing or wrong component
 /// fails now rather than at the first call (compiling may take a second: from async code, call
-/// this in `spawn_blocking`).
+/// this in `spawn_blocking`). A `postgres://` store connects and creates its table here, so a
+/// bad URL, wrong credentials or an unreachable server fail now too (within the connect
+/// timeout, 5 s by default); this blocks the calling thread, inside a Tokio runtime or not.
 pub fn resolve_store(selector: impl Into<StoreSelector>) -> Result<Arc<dyn TaskStore>, StoreError> {
     let selector = match selector.into() {
         StoreSelector::Default => return Ok(Arc::new(InMemoryTaskStore::new())),
@@ -154,7 +157,28 @@ pub fn resolve_store(selector: impl Into<StoreSelector>) -> Result<Arc<dyn TaskS
         }
         return Ok(Arc::new(builder.build()?));
     }
+    if selector.starts_with("postgres://") || selector.starts_with("postgresql://") {
+        return resolve_postgres(&selector);
+    }
     Err(StoreError::UnknownSelector(selector))
+}
+
+#[cfg(feature = "postgres")]
+fn resolve_postgres(selector: &str) -> Result<Arc<dyn TaskStore>, StoreError> {
+    let builder = crate::postgres::builder_from_selector(selector, parse_query, parse_duration)?;
+    Ok(Arc::new(builder.connect_blocking()?))
+}
+
+#[cfg(not(feature = "postgres"))]
+fn resolve_postgres(selector: &str) -> Result<Arc<dyn TaskStore>, StoreError> {
+    // Whatever follows the scheme is not shown: it may hold a password.
+    let scheme = selector.split("://").next().unwrap_or("postgres");
+    Err(StoreError::InvalidSelector {
+        selector: format!("{scheme}://…"),
+        reason: "this build of toolnexus lacks PostgreSQL support: rebuild it with the cargo \
+                 feature \"postgres\" (on by default)"
+            .into(),
+    })
 }
 
 /// The options a `wasm:` selector accepts after `?`.

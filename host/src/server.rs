@@ -157,9 +157,8 @@ impl From<StoreError> for RpcError {
             }
             StoreError::InvalidId { .. }
             | StoreError::InvalidTask(_)
-            | StoreError::TaskTooLarge { .. } => {
-                RpcError::new(codes::INVALID_PARAMS, err.to_string())
-            }
+            | StoreError::TaskTooLarge { .. }
+            | StoreError::Rejected { .. } => RpcError::new(codes::INVALID_PARAMS, err.to_string()),
             other => RpcError::new(codes::INTERNAL_ERROR, other.to_string()),
         }
     }

@@ -757,9 +757,12 @@ impl Inner {
 
     fn wit_error(&self, err: WitError) -> StoreError {
         match err {
-            WitError::InvalidInput(msg) => {
-                self.component_error(format!("rejected the input: {msg}"))
-            }
+            // The host checked the input before the call, so a refusal is the component's own
+            // rule (a policy such as lifecycle-guard's), not malformed input.
+            WitError::InvalidInput(msg) => StoreError::Rejected {
+                store: format!("store component {}", self.name),
+                reason: msg,
+            },
             WitError::Corrupt(msg) => StoreError::Corrupt {
                 location: format!(
                     "{} (store component {})",

@@ -10,11 +10,49 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolnexus::{Task, TaskStore};
 
+pub mod pg;
 pub mod suite;
 
 /// The hostile test component built from `tests/hostile/` (see its crate docs for what each
 /// id makes it do).
 pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile.wasm"));
+
+/// The lifecycle-guard middleware (`middleware/lifecycle-guard/`), alone: it imports the
+/// task-store interfaces, so it cannot be loaded as a store by itself.
+pub static LIFECYCLE_GUARD_COMPONENT: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/lifecycle-guard.wasm"));
+
+/// The lifecycle guard composed over the file store at build time (see `build.rs`): one
+/// component that loads with `wasm:` like any store.
+pub static GUARDED_FILE_STORE_COMPONENT: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/guarded-file-store.wasm"));
+
+/// Calls `$callback!(case, case, …)` with the name of every behaviour in [`suite`], so each
+/// store's test file instantiates the whole suite from this one list and a new behaviour runs
+/// against every store:
+///
+/// ```text
+/// macro_rules! my_store { ($($case:ident),*) => { $( #[tokio::test] async fn $case() { … } )* } }
+/// toolnexus_conformance::for_each_case!(my_store);
+/// ```
+#[macro_export]
+macro_rules! for_each_case {
+    ($callback:ident) => {
+        $callback!(
+            save_then_get_round_trips,
+            miss_is_none,
+            empty_id_is_an_error,
+            lifecycle_latest_write_wins,
+            vectors_round_trip,
+            odd_ids_round_trip_and_stay_distinct,
+            concurrent_saves_all_land,
+            readers_never_see_a_partial_task,
+            store_is_shareable_across_threads,
+            list_pages_and_filters,
+            delete_removes_a_task
+        );
+    };
+}
 
 /// Opens stores of one kind, over a directory where the kind uses one.
 pub trait StoreFactory: Send + Sync {

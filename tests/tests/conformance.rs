@@ -5,7 +5,7 @@ use std::sync::Arc;
 use toolnexus::{
     ComponentSource, Durability, FileTaskStore, InMemoryTaskStore, TaskStore, WasmTaskStore,
 };
-use toolnexus_conformance::{StoreFactory, suite};
+use toolnexus_conformance::{GUARDED_FILE_STORE_COMPONENT, StoreFactory, suite};
 
 struct Memory(Arc<InMemoryTaskStore>);
 impl StoreFactory for Memory {
@@ -55,6 +55,26 @@ impl StoreFactory for Wasm {
     }
 }
 
+/// The lifecycle guard composed over the file store at build time: one component, loaded from
+/// bytes like any third-party store.
+struct Guarded;
+impl StoreFactory for Guarded {
+    fn open(&self, dir: &Path) -> Arc<dyn TaskStore> {
+        let source = ComponentSource::Bytes {
+            name: "guarded-file-store.wasm".into(),
+            bytes: GUARDED_FILE_STORE_COMPONENT.into(),
+        };
+        let store = WasmTaskStore::builder(source)
+            .dir(dir)
+            .build()
+            .expect("composed component store opens");
+        Arc::new(store)
+    }
+    fn durable(&self) -> bool {
+        true
+    }
+}
+
 macro_rules! conformance {
     ($store:ident, $factory:expr, [$($case:ident),* $(,)?]) => {
         mod $store {
@@ -78,19 +98,8 @@ macro_rules! all_stores {
         conformance!(file_relaxed, FileRelaxed, [$($case),*]);
         conformance!(wasm, Wasm(Durability::Full), [$($case),*]);
         conformance!(wasm_relaxed, Wasm(Durability::Relaxed), [$($case),*]);
+        conformance!(guarded, Guarded, [$($case),*]);
     };
 }
 
-all_stores!(
-    save_then_get_round_trips,
-    miss_is_none,
-    empty_id_is_an_error,
-    lifecycle_latest_write_wins,
-    vectors_round_trip,
-    odd_ids_round_trip_and_stay_distinct,
-    concurrent_saves_all_land,
-    readers_never_see_a_partial_task,
-    store_is_shareable_across_threads,
-    list_pages_and_filters,
-    delete_removes_a_task,
-);
+toolnexus_conformance::for_each_case!(all_stores);

@@ -1,8 +1,8 @@
 //! `tnstore`: save and read A2A Tasks through any toolnexus store from a shell.
 //!
 //! Exit codes: 0 success; 1 no Task with that id; 2 bad input or usage (invalid Task JSON,
-//! invalid id, unknown or malformed selector); 3 the store failed (I/O, corrupt data, a failing
-//! component).
+//! invalid id, unknown or malformed selector, refused database credentials); 3 the store failed
+//! (I/O, corrupt data, a failing component, an unreachable database server).
 
 use clap::{Parser, Subcommand};
 use std::io::{Read, Write};
@@ -22,7 +22,7 @@ const DEFAULT_STORE: &str = "wasm:builtin?dir=.toolnexus/tasks";
 )]
 struct Cli {
     /// Store selector: memory, file:<dir>, wasm:<component>[?dir=<dir>] (wasm:builtin is the
-    /// embedded file-store component).
+    /// embedded file-store component), postgres://<user>:<password>@<host>/<db>[?table=<name>].
     #[arg(long, global = true, env = "TNSTORE_STORE", default_value = DEFAULT_STORE)]
     store: String,
 

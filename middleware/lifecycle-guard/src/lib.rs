@@ -1,0 +1,299 @@
+//! `lifecycle-guard`: a middleware store component (world `task-store-middleware`).
+//!
+//! It sits in front of another store, reached through its imports, and passes every call through
+//! unchanged, except one: a `save` that would move a Task **out of a terminal state**
+//! (`completed`, `canceled`, `failed`, `rejected`, in either protocol version's spelling) is
+//! refused with `invalid-input`, and nothing is written. Before each `save` it reads the stored
+//! version through its imported `store.get`.
+//!
+//! What counts as a transition out: the stored version's state is terminal and the new version's
+//! state is a different state (or missing). Saving a terminal Task again in the same state (a
+//! retried write, an artifact added to a completed Task, `completed` re-spelled as
+//! `TASK_STATE_COMPLETED`) passes.
+//!
+//! The check and the write are two calls to the store underneath, not one atomic step: two
+//! writers racing on one Task can both pass the check. The guard stops a runtime's mistakes, it
+//! is not a lock.
+//!
+//! Build it with `cargo build -p toolnexus-lifecycle-guard --target wasm32-wasip2 --release`,
+//! then compose it over a store with `tn-compose` (see `docs/compose-stores.md`).
+
+use std::fmt;
+use toolnexus_format::query::normalize_state;
+use toolnexus_format::{TaskError, parse_task, task_id};
+
+/// The states a Task never leaves, normalized (see [`normalize_state`]).
+pub const TERMINAL_STATES: [&str; 5] = ["completed", "canceled", "cancelled", "failed", "rejected"];
+
+/// Why a save was refused, or could not be checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// The new version is not a Task at all.
+    InvalidTask(TaskError),
+    /// The stored version is terminal and the new one would leave that state.
+    LeavesTerminalState {
+        id: String,
+        from: String,
+        to: Option<String>,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::InvalidTask(e) => e.fmt(f),
+            Refusal::LeavesTerminalState { id, from, to } => {
+                write!(
+                    f,
+                    "lifecycle-guard: Task {id:?} is {from:?}, a terminal state; refusing to move it to "
+                )?;
+                match to {
+                    Some(to) => write!(f, "{to:?}"),
+                    None => f.write_str("a version with no status.state"),
+                }
+            }
+        }
+    }
+}
+
+/// The id of the Task in `task` (JSON text), checked: what the guard must look up first.
+pub fn task_id_of(task: &str) -> Result<String, Refusal> {
+    toolnexus_format::task::check_task_text(task).map_err(Refusal::InvalidTask)
+}
+
+/// The `status.state` of a Task's JSON text, if it has one. `None` also for text that does not
+/// parse: the store underneath is the judge of what it stored.
+fn state_of(text: &str) -> Option<String> {
+    let task = parse_task(text).ok()?;
+    task.get("status")?
+        .get("state")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// Same state, ignoring spelling: `TASK_STATE_CANCELED` = `canceled` = `cancelled`.
+fn same_state(a: &str, b: &str) -> bool {
+    let canon = |s: &str| {
+        let s = normalize_state(s);
+        if s == "cancelled" {
+            "canceled".to_owned()
+        } else {
+            s
+        }
+    };
+    canon(a) == canon(b)
+}
+
+/// Whether the guard lets `next` (JSON text) replace `previous` (the stored version's JSON text,
+/// if any).
+pub fn check_transition(previous: Option<&str>, next: &str) -> Result<(), Refusal> {
+    let next_task = parse_task(next).map_err(Refusal::InvalidTask)?;
+    let Some(previous) = previous else {
+        return Ok(());
+    };
+    let Some(from) = state_of(previous) else {
+        return Ok(());
+    };
+    if !TERMINAL_STATES.contains(&normalize_state(&from).as_str()) {
+        return Ok(());
+    }
+    let to = next_task
+        .get("status")
+        .and_then(|s| s.get("state"))
+        .and_then(|s| s.as_str());
+    match to {
+        Some(to) if same_state(&from, to) => Ok(()),
+        to => Err(Refusal::LeavesTerminalState {
+            id: task_id(&next_task).unwrap_or_default().to_owned(),
+            from,
+            to: to.map(str::to_owned),
+        }),
+    }
+}
+
+/// The component glue. Natively it is only type-checked; see `export!` below.
+mod component {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "task-store-middleware",
+    });
+
+    use super::{Refusal, check_transition, task_id_of};
+    use exports::toolnexus::task_store::catalog as ex_catalog;
+    use exports::toolnexus::task_store::config as ex_config;
+    use exports::toolnexus::task_store::store as ex_store;
+    use toolnexus::task_store::{catalog, config, store};
+
+    struct Guard;
+
+    /// The store underneath answers in its (imported) error type; pass it on as ours.
+    fn pass(err: store::StoreError) -> ex_store::StoreError {
+        match err {
+            store::StoreError::InvalidInput(m) => ex_store::StoreError::InvalidInput(m),
+            store::StoreError::Corrupt(m) => ex_store::StoreError::Corrupt(m),
+            store::StoreError::Io(m) => ex_store::StoreError::Io(m),
+            store::StoreError::Other(m) => ex_store::StoreError::Other(m),
+        }
+    }
+
+    impl ex_store::Guest for Guard {
+        fn get(id: String) -> Result<Option<String>, ex_store::StoreError> {
+            store::get(&id).map_err(pass)
+        }
+
+        fn save(task: String) -> Result<(), ex_store::StoreError> {
+            let refuse = |r: Refusal| ex_store::StoreError::InvalidInput(r.to_string());
+            let id = task_id_of(&task).map_err(refuse)?;
+            let previous = store::get(&id).map_err(pass)?;
+            check_transition(previous.as_deref(), &task).map_err(refuse)?;
+            store::save(&task).map_err(pass)
+        }
+    }
+
+    impl ex_config::Guest for Guard {
+        fn configure(settings: Vec<(String, String)>) -> Result<(), String> {
+            config::configure(&settings)
+        }
+    }
+
+    impl ex_catalog::Guest for Guard {
+        fn list(
+            query: ex_catalog::ListQuery,
+        ) -> Result<ex_catalog::TaskPage, ex_store::StoreError> {
+            let page = catalog::list(&catalog::ListQuery {
+                context_id: query.context_id,
+                state: query.state,
+                page_size: query.page_size,
+                page_token: query.page_token,
+            })
+            .map_err(pass)?;
+            Ok(ex_catalog::TaskPage {
+                tasks: page.tasks,
+                next_page_token: page.next_page_token,
+            })
+        }
+
+        fn delete(id: String) -> Result<bool, ex_store::StoreError> {
+            catalog::delete(&id).map_err(pass)
+        }
+    }
+
+    // Only a wasm build exports the component ABI (native linkers reject the export names).
+    #[cfg(target_family = "wasm")]
+    export!(Guard);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(state: Option<&str>) -> String {
+        match state {
+            Some(s) => format!(r#"{{"id":"t1","status":{{"state":"{s}"}}}}"#),
+            None => r#"{"id":"t1"}"#.to_owned(),
+        }
+    }
+
+    #[test]
+    fn a_new_task_passes_in_any_state() {
+        for s in [Some("completed"), Some("working"), None] {
+            assert_eq!(check_transition(None, &t(s)), Ok(()));
+        }
+    }
+
+    #[test]
+    fn non_terminal_states_move_freely() {
+        let pairs = [
+            ("submitted", "working"),
+            ("working", "input-required"),
+            ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_WORKING"),
+            ("working", "completed"),
+            ("working", "submitted"),
+        ];
+        for (from, to) in pairs {
+            assert_eq!(
+                check_transition(Some(&t(Some(from))), &t(Some(to))),
+                Ok(()),
+                "{from} → {to}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_terminal_state_is_final_in_both_spellings() {
+        for from in [
+            "completed",
+            "canceled",
+            "cancelled",
+            "failed",
+            "rejected",
+            "TASK_STATE_COMPLETED",
+            "TASK_STATE_CANCELED",
+            "TASK_STATE_CANCELLED",
+            "TASK_STATE_FAILED",
+            "TASK_STATE_REJECTED",
+        ] {
+            for to in [
+                Some("working"),
+                Some("submitted"),
+                Some("TASK_STATE_WORKING"),
+                None,
+            ] {
+                let err = check_transition(Some(&t(Some(from))), &t(to)).unwrap_err();
+                assert!(
+                    matches!(&err, Refusal::LeavesTerminalState { id, from: f, .. } if id == "t1" && f == from),
+                    "{from} → {to:?}: {err:?}"
+                );
+                assert!(err.to_string().contains("terminal state"), "{err}");
+            }
+        }
+        // One terminal state to another is still leaving the first.
+        assert!(check_transition(Some(&t(Some("completed"))), &t(Some("failed"))).is_err());
+        assert!(check_transition(Some(&t(Some("canceled"))), &t(Some("completed"))).is_err());
+    }
+
+    #[test]
+    fn staying_in_a_terminal_state_passes() {
+        let pairs = [
+            ("completed", "completed"),
+            ("completed", "TASK_STATE_COMPLETED"),
+            ("TASK_STATE_CANCELED", "cancelled"),
+            ("canceled", "TASK_STATE_CANCELLED"),
+            ("failed", "FAILED"),
+        ];
+        for (from, to) in pairs {
+            assert_eq!(
+                check_transition(Some(&t(Some(from))), &t(Some(to))),
+                Ok(()),
+                "{from} → {to}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_new_version_must_be_a_task() {
+        for bad in ["not json", "[1]", r#"{"id": 7}"#, r#"{"id": ""}"#, "{}"] {
+            assert!(
+                matches!(task_id_of(bad), Err(Refusal::InvalidTask(_))),
+                "{bad}"
+            );
+            assert!(
+                matches!(check_transition(None, bad), Err(Refusal::InvalidTask(_))),
+                "{bad}"
+            );
+        }
+        assert_eq!(task_id_of(&t(None)).unwrap(), "t1");
+    }
+
+    #[test]
+    fn a_stored_version_without_a_state_does_not_lock_the_task() {
+        assert_eq!(
+            check_transition(Some(&t(None)), &t(Some("working"))),
+            Ok(())
+        );
+        assert_eq!(
+            check_transition(Some("not json"), &t(Some("working"))),
+            Ok(())
+        );
+    }
+}

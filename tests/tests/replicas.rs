@@ -1,0 +1,192 @@
+//! Two `tnstore serve` processes — two replicas of a runtime — on different ports over the same
+//! PostgreSQL table: a Task created through one is read, cancelled and listed through the other.
+//!
+//! The server is `TOOLNEXUS_TEST_POSTGRES_URL` or a throwaway cluster (`toolnexus_conformance::pg`);
+//! without either the test skips, unless `TOOLNEXUS_REQUIRE_POSTGRES=1`.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::Duration;
+use toolnexus_conformance::pg::{self, TableGuard};
+
+/// The `tnstore` binary of this workspace, built (or found up to date) by cargo, in the profile
+/// these tests were built in. It belongs to another package, so cargo does not hand it to us.
+fn tnstore() -> &'static PathBuf {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_owned());
+        let release = std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.parent()?.file_name()? == "release"))
+            .unwrap_or(false);
+        let mut command = Command::new(cargo);
+        command
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+            .args(["build", "-p", "toolnexus", "--bin", "tnstore"])
+            .arg("--message-format=json-render-diagnostics")
+            .stderr(Stdio::inherit());
+        if release {
+            command.arg("--release");
+        }
+        let output = command.output().expect("cargo runs");
+        assert!(output.status.success(), "building tnstore failed");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|m| m["target"]["name"] == "tnstore")
+            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
+            .expect("cargo reports the tnstore executable")
+    })
+}
+
+/// One replica: `tnstore serve` on a port of its own; killed when dropped.
+struct Replica {
+    child: Child,
+    url: String,
+}
+
+impl Replica {
+    fn start(selector: &str, echo_delay_ms: u64) -> Replica {
+        let mut child = Command::new(tnstore())
+            .args(["--store", selector])
+            .args(["serve", "--addr", "127.0.0.1:0"])
+            .args(["--echo-delay-ms", &echo_delay_ms.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("tnstore serve starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(
+            !line.contains(pg::PASSWORD),
+            "the password is printed: {line}"
+        );
+        let url = line
+            .strip_prefix("listening on ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        Replica { child, url }
+    }
+
+    async fn call(&self, method: &str, params: Value) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        reqwest::Client::new()
+            .post(&self.url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// Polls GetTask until the Task is in `state` (the other replica's agent works in the
+    /// background); panics if it never gets there.
+    async fn wait_for(&self, id: &str, state: &str) -> Value {
+        let mut last = Value::Null;
+        for _ in 0..1000 {
+            last = self.call("GetTask", json!({"id": id})).await;
+            if last["result"]["status"]["state"] == state {
+                return last["result"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("{id} never reached {state}: {last}");
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn send(text: &str, context: &str) -> Value {
+    json!({"message": {"role": "user", "contextId": context,
+        "parts": [{"kind": "text", "text": text}]}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_created_on_one_replica_is_read_cancelled_and_listed_on_the_other() {
+    let Some(server) = pg::server() else { return };
+    let table = pg::unique_table("replicas");
+    let _guard = TableGuard::new(&server, &table);
+    let selector = server.selector(&format!("table={table}"));
+    // A's agent thinks for a minute, so its Tasks stay `working` until cancelled; B's answers
+    // at once.
+    let a = Replica::start(&selector, 60_000);
+    let b = Replica::start(&selector, 0);
+    assert_ne!(a.url, b.url);
+
+    // Created through A, read through B (once A's agent has it working).
+    let sent = a.call("SendMessage", send("slow", "ctx-replicas")).await;
+    let id = sent["result"]["id"]
+        .as_str()
+        .expect("acknowledged")
+        .to_owned();
+    assert_eq!(sent["result"]["status"]["state"], "submitted");
+    let seen = b.wait_for(&id, "working").await;
+    assert_eq!(seen["history"][0]["parts"][0]["text"], "slow");
+
+    // Cancelled through B; A sees it cancelled.
+    let cancelled = b.call("CancelTask", json!({"id": id})).await;
+    assert_eq!(
+        cancelled["result"]["status"]["state"], "canceled",
+        "{cancelled}"
+    );
+    let on_a = a.call("GetTask", json!({"id": id})).await;
+    assert_eq!(on_a["result"]["status"]["state"], "canceled", "{on_a}");
+    let again = a.call("CancelTask", json!({"id": id})).await;
+    assert_eq!(again["error"]["code"], -32002, "already cancelled: {again}");
+
+    // The other way round: created and completed through B, read through A.
+    let sent = b.call("SendMessage", send("fast", "ctx-replicas")).await;
+    let fast = sent["result"]["id"]
+        .as_str()
+        .expect("acknowledged")
+        .to_owned();
+    let done = a.wait_for(&fast, "completed").await;
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], "fast");
+
+    // Listed through either, with filters, in id order.
+    let mut want = vec![id.clone(), fast.clone()];
+    want.sort();
+    for replica in [&a, &b] {
+        let listed = replica
+            .call(
+                "ListTasks",
+                json!({"contextId": "ctx-replicas", "pageSize": 10}),
+            )
+            .await;
+        let ids: Vec<&str> = listed["result"]["tasks"]
+            .as_array()
+            .expect("a page")
+            .iter()
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, want, "{listed}");
+        let cancelled = replica
+            .call("ListTasks", json!({"status": "TASK_STATE_CANCELED"}))
+            .await;
+        assert_eq!(
+            cancelled["result"]["tasks"][0]["id"],
+            id.as_str(),
+            "{cancelled}"
+        );
+        assert_eq!(cancelled["result"]["tasks"].as_array().unwrap().len(), 1);
+    }
+
+    // Deleted through A, gone for B.
+    let deleted = a.call("DeleteTask", json!({"id": fast})).await;
+    assert_eq!(deleted["result"]["deleted"], true, "{deleted}");
+    let gone = b.call("GetTask", json!({"id": fast})).await;
+    assert_eq!(gone["error"]["code"], -32001, "{gone}");
+}
