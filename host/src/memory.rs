@@ -1,7 +1,7 @@
 //! [`InMemoryTaskStore`]: the default store, for the lifetime of the process.
 
 use crate::error::StoreError;
-use crate::store::{ListQuery, TaskPage, TaskStore, check_id};
+use crate::store::{ListQuery, TaskPage, TaskStore, check_expected, check_id};
 use crate::task::Task;
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -48,6 +48,16 @@ impl TaskStore for InMemoryTaskStore {
         let mut tasks = self.tasks.write().unwrap_or_else(|e| e.into_inner());
         tasks.insert(task.id().to_owned(), task);
         Ok(())
+    }
+
+    async fn save_if(&self, task: &Task, expected: Option<&Task>) -> Result<bool, StoreError> {
+        check_expected(task, expected)?;
+        let mut tasks = self.tasks.write().unwrap_or_else(|e| e.into_inner());
+        if tasks.get(task.id()) != expected {
+            return Ok(false);
+        }
+        tasks.insert(task.id().to_owned(), task.clone());
+        Ok(true)
     }
 
     async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {

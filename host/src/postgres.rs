@@ -28,7 +28,7 @@
 //! the store works from any runtime, or none at construction, and dropping it never blocks.
 
 use crate::error::StoreError;
-use crate::store::{ListQuery, TaskPage, TaskStore, check_id};
+use crate::store::{ListQuery, TaskPage, TaskStore, check_expected, check_id};
 use crate::task::Task;
 use deadpool_postgres::{
     Manager, ManagerConfig, Object, Pool, PoolError, RecyclingMethod, Runtime, TimeoutType,
@@ -97,6 +97,10 @@ struct Sql {
     table: String,
     get: String,
     save: String,
+    /// Compare-and-set over an existing row: $6/$7 are the expected `task` and `exact`.
+    replace: String,
+    /// Insert only if there is no row for the id.
+    insert_new: String,
     delete: String,
     /// Indexed by [`list_variant`]: with a page token, a context filter, a state filter.
     list: [String; 8],
@@ -351,6 +355,16 @@ impl Sql {
                  context_id = EXCLUDED.context_id, state = EXCLUDED.state, \
                  updated_at = EXCLUDED.updated_at"
             ),
+            replace: format!(
+                "UPDATE {table} SET task = $2::text::jsonb, exact = $3, context_id = $4, \
+                 state = $5, updated_at = clock_timestamp() \
+                 WHERE id = $1 AND task = $6::text::jsonb AND exact IS NOT DISTINCT FROM $7"
+            ),
+            insert_new: format!(
+                "INSERT INTO {table} (id, task, exact, context_id, state, updated_at) \
+                 VALUES ($1, $2::text::jsonb, $3, $4, $5, clock_timestamp()) \
+                 ON CONFLICT (id) DO NOTHING"
+            ),
             delete: format!("DELETE FROM {table} WHERE id = $1"),
             list,
             table,
@@ -532,6 +546,53 @@ impl TaskStore for PostgresTaskStore {
             })
             .await?;
             Ok(())
+        })
+        .await
+    }
+
+    /// One statement: an `UPDATE … WHERE` the row still holds `expected` (compared as the
+    /// store compares what it wrote: `task` as jsonb, and `exact` as text when the row has it),
+    /// or an `INSERT … ON CONFLICT DO NOTHING` when `expected` is `None`. Not retried on a lost
+    /// connection: the first attempt may have committed, and a retry would then answer `false`.
+    async fn save_if(&self, task: &Task, expected: Option<&Task>) -> Result<bool, StoreError> {
+        check_expected(task, expected)?;
+        let (task, expected) = (task.clone(), expected.cloned());
+        self.run(move |shared| async move {
+            let row = SaveRow::of(&task);
+            let old = expected.as_ref().map(|e| (SaveRow::of(e), e));
+            let written = with_client(&shared, false, |client| {
+                let (sql, row, task, old) = (&shared.sql, &row, &task, &old);
+                async move {
+                    let result = async {
+                        let jsonb = row.jsonb.as_deref().unwrap_or(task.as_json());
+                        let exact = row.jsonb.as_ref().map(|_| task.as_json());
+                        let id = task.id().as_bytes();
+                        let context = row.context_id.as_deref();
+                        let state = row.state.as_deref().map(str::as_bytes);
+                        match old {
+                            Some((old, expected)) => {
+                                let statement = client.prepare_cached(&sql.replace).await?;
+                                let old_jsonb = old.jsonb.as_deref().unwrap_or(expected.as_json());
+                                let old_exact = old.jsonb.as_ref().map(|_| expected.as_json());
+                                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
+                                    &id, &jsonb, &exact, &context, &state, &old_jsonb, &old_exact,
+                                ];
+                                client.execute(&statement, &params).await
+                            }
+                            None => {
+                                let statement = client.prepare_cached(&sql.insert_new).await?;
+                                client
+                                    .execute(&statement, &[&id, &jsonb, &exact, &context, &state])
+                                    .await
+                            }
+                        }
+                    }
+                    .await;
+                    (client, result)
+                }
+            })
+            .await?;
+            Ok(written == 1)
         })
         .await
     }

@@ -356,45 +356,108 @@ async fn send_message(state: &Arc<AppState>, params: &Value) -> Result<Value, Rp
     Ok(task.into_value())
 }
 
-/// `submitted → working → completed|failed`, each saved, unless the Task was canceled meanwhile.
+/// How many times a transition re-reads and retries when another writer changed the Task
+/// between its read and its write. Each retry means someone else's transition landed, so this
+/// only runs out under pathological contention on one Task.
+const TRANSITION_ATTEMPTS: usize = 16;
+
+/// What a transition decided after looking at the current version.
+enum Step {
+    /// Save this new version.
+    Save(Task),
+    /// Leave the Task as it is (for example, it is terminal already).
+    Stop,
+}
+
+/// One read-modify-write of the Task `id`: read the current version (or `fallback` if there is
+/// none), let `decide` pick the next one, and save it, atomically with respect to every other
+/// writer when the store supports [`TaskStore::save_if`] (the memory and PostgreSQL stores),
+/// retrying on a fresh read if the Task changed meanwhile. Other stores get a plain `save`,
+/// made safe within this process by the per-Task lock the caller holds. Returns the saved
+/// version, or `None` if `decide` said stop.
+async fn transition(
+    state: &AppState,
+    id: &str,
+    fallback: Option<&Task>,
+    mut decide: impl FnMut(&Task) -> Result<Step, RpcError>,
+) -> Result<Option<Task>, RpcError> {
+    for _ in 0..TRANSITION_ATTEMPTS {
+        let stored = state.store.get(id).await?;
+        let Some(current) = stored.as_ref().or(fallback) else {
+            return Err(RpcError::new(
+                codes::TASK_NOT_FOUND,
+                format!("task not found: {id}"),
+            ));
+        };
+        let next = match decide(current)? {
+            Step::Save(next) => next,
+            Step::Stop => return Ok(None),
+        };
+        match state.store.save_if(&next, stored.as_ref()).await {
+            Ok(true) => return Ok(Some(next)),
+            Ok(false) => continue,
+            Err(StoreError::Unsupported { .. }) => {
+                state.store.save(&next).await?;
+                return Ok(Some(next));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(RpcError::new(
+        codes::INTERNAL_ERROR,
+        format!(
+            "task {id} kept changing under this update; gave up after {TRANSITION_ATTEMPTS} attempts"
+        ),
+    ))
+}
+
+/// `submitted → working → completed|failed`, each saved, unless the Task was canceled meanwhile
+/// (by this process or, over a shared store, by another replica).
 async fn run_agent(state: &AppState, task: Task, message: Value) -> Result<(), RpcError> {
     let id = task.id().to_owned();
     let working = {
         let lock = state.lock_for(&id);
         let _guard = lock.lock().await;
-        let current = state.store.get(&id).await?.unwrap_or(task);
-        if is_terminal(crate::task_state(&current)) {
-            return Ok(());
+        let step = |current: &Task| {
+            if is_terminal(crate::task_state(current)) {
+                return Ok(Step::Stop);
+            }
+            Ok(Step::Save(with_status(current, "working", None)?))
+        };
+        match transition(state, &id, Some(&task), step).await? {
+            Some(working) => working,
+            None => {
+                state.forget_lock(&id);
+                return Ok(());
+            }
         }
-        let working = with_status(&current, "working", None)?;
-        state.store.save(&working).await?;
-        working
     };
     let outcome = state.config.agent.run(&working, &message).await;
     let lock = state.lock_for(&id);
     let _guard = lock.lock().await;
-    let current = state.store.get(&id).await?.unwrap_or(working);
-    if is_terminal(crate::task_state(&current)) {
-        state.forget_lock(&id);
-        return Ok(());
-    }
-    let done = match outcome {
-        Ok(text) => {
-            let mut value = with_status(&current, "completed", None)?.into_value();
-            value["artifacts"] = json!([{"artifactId": new_id(), "name": "reply", "parts": [{"kind": "text", "text": text}]}]);
-            Task::try_from(value)?
+    let step = |current: &Task| {
+        if is_terminal(crate::task_state(current)) {
+            return Ok(Step::Stop);
         }
-        Err(reason) => with_status(
-            &current,
-            "failed",
-            Some(
-                json!({"kind": "message", "role": "agent", "messageId": new_id(), "parts": [{"kind": "text", "text": reason}]}),
-            ),
-        )?,
+        let done = match &outcome {
+            Ok(text) => {
+                let mut value = with_status(current, "completed", None)?.into_value();
+                value["artifacts"] = json!([{"artifactId": new_id(), "name": "reply", "parts": [{"kind": "text", "text": text}]}]);
+                Task::try_from(value)?
+            }
+            Err(reason) => with_status(
+                current,
+                "failed",
+                Some(
+                    json!({"kind": "message", "role": "agent", "messageId": new_id(), "parts": [{"kind": "text", "text": reason}]}),
+                ),
+            )?,
+        };
+        Ok(Step::Save(done))
     };
-    state.store.save(&done).await?;
+    let result = transition(state, &id, Some(&working), step).await;
     state.forget_lock(&id);
-    Ok(())
+    result.map(drop)
 }
 
 async fn get_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
@@ -420,22 +483,21 @@ async fn cancel_task(state: &AppState, params: &Value) -> Result<Value, RpcError
 }
 
 async fn cancel_locked(state: &AppState, id: &str) -> Result<Value, RpcError> {
-    let Some(task) = state.store.get(id).await? else {
-        return Err(RpcError::new(
-            codes::TASK_NOT_FOUND,
-            format!("task not found: {id}"),
-        ));
+    let step = |task: &Task| {
+        let current = crate::task_state(task);
+        if is_terminal(current) {
+            return Err(RpcError::new(
+                codes::TASK_NOT_CANCELABLE,
+                format!("task cannot be canceled: it is {current}"),
+            ));
+        }
+        Ok(Step::Save(with_status(task, "canceled", None)?))
     };
-    let current = crate::task_state(&task);
-    if is_terminal(current) {
-        return Err(RpcError::new(
-            codes::TASK_NOT_CANCELABLE,
-            format!("task cannot be canceled: it is {current}"),
-        ));
-    }
-    let canceled = with_status(&task, "canceled", None)?;
-    state.store.save(&canceled).await?;
-    Ok(canceled.into_value())
+    let canceled = transition(state, id, None, step).await?;
+    // The step never says stop: it cancels or fails.
+    canceled
+        .map(Task::into_value)
+        .ok_or_else(|| RpcError::new(codes::INTERNAL_ERROR, format!("task {id} was not canceled")))
 }
 
 async fn list_tasks(state: &AppState, params: &Value) -> Result<Value, RpcError> {

@@ -52,6 +52,23 @@ pub trait TaskStore: Any + Send + Sync {
         })
     }
 
+    /// Saves `task` only if the stored version of its id is still `expected` (`None`: no Task
+    /// with that id yet), as one atomic step against every other writer of the storage, in
+    /// this process or another: `Ok(true)` if it saved, `Ok(false)` if the stored version was
+    /// something else (then nothing was written). "Still" means equal as JSON.
+    ///
+    /// This is what lets several replicas of a runtime read-modify-write one Task without
+    /// losing each other's updates (a cancel racing a completion, say). Optional: stores that
+    /// cannot do it atomically keep this default, which answers [`StoreError::Unsupported`];
+    /// the memory and PostgreSQL stores implement it.
+    async fn save_if(&self, task: &Task, expected: Option<&Task>) -> Result<bool, StoreError> {
+        let _ = (task, expected);
+        Err(StoreError::Unsupported {
+            store: self.describe(),
+            operation: "save_if",
+        })
+    }
+
     /// A short description for logs and errors, such as `file:/var/tasks`.
     fn describe(&self) -> String;
 }
@@ -63,6 +80,20 @@ pub struct TaskPage {
     pub tasks: Vec<Task>,
     /// Pass as [`ListQuery::page_token`] for the next page; `None` on the last page.
     pub next_page_token: Option<String>,
+}
+
+/// `expected` must be a version of the same Task as `task`.
+pub(crate) fn check_expected(task: &Task, expected: Option<&Task>) -> Result<(), StoreError> {
+    match expected {
+        Some(expected) if expected.id() != task.id() => Err(StoreError::InvalidId {
+            id: expected.id().to_owned(),
+            reason: format!(
+                "the expected version is of another Task than the one saved ({:?})",
+                task.id()
+            ),
+        }),
+        _ => Ok(()),
+    }
 }
 
 pub(crate) fn check_id(id: &str) -> Result<(), StoreError> {

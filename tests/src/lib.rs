@@ -49,7 +49,8 @@ macro_rules! for_each_case {
             readers_never_see_a_partial_task,
             store_is_shareable_across_threads,
             list_pages_and_filters,
-            delete_removes_a_task
+            delete_removes_a_task,
+            save_if_is_a_compare_and_set
         );
     };
 }

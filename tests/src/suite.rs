@@ -304,3 +304,74 @@ pub async fn delete_removes_a_task(f: &dyn StoreFactory, dir: &Path) {
         Err(StoreError::InvalidId { .. })
     ));
 }
+
+/// `save_if` (optional) is a compare-and-set: it saves only over the version the caller
+/// expects (equal as JSON), never over a newer one, and among racing writers that read the same
+/// version exactly one wins. A store without it answers `Unsupported` and writes nothing.
+pub async fn save_if_is_a_compare_and_set(f: &dyn StoreFactory, dir: &Path) {
+    let store = f.open(dir);
+    let v1 = task(json!({"id": "cas", "status": {"state": "working"}, "n": 1}));
+    match store.save_if(&v1, None).await {
+        Err(StoreError::Unsupported { operation, .. }) => {
+            assert_eq!(operation, "save_if");
+            assert_eq!(store.get("cas").await.unwrap(), None, "nothing written");
+            return;
+        }
+        other => assert!(other.unwrap(), "saves when there is no Task yet"),
+    }
+    assert_eq!(store.get("cas").await.unwrap(), Some(v1.clone()));
+
+    // Expecting no Task when there is one: refused, nothing written.
+    let v2 = task(json!({"id": "cas", "status": {"state": "completed"}, "n": 2}));
+    assert!(!store.save_if(&v2, None).await.unwrap());
+    assert_eq!(store.get("cas").await.unwrap(), Some(v1.clone()));
+    // Expecting the version read back: saved.
+    let read = store.get("cas").await.unwrap().unwrap();
+    assert!(store.save_if(&v2, Some(&read)).await.unwrap());
+    // A stale expectation: refused, and the newer version stays.
+    let v3 = task(json!({"id": "cas", "status": {"state": "canceled"}, "n": 3}));
+    assert!(!store.save_if(&v3, Some(&v1)).await.unwrap());
+    assert_eq!(store.get("cas").await.unwrap(), Some(v2.clone()));
+    // Equal as JSON is what counts, not the spelling: members in another order match.
+    let v2_reordered = task(json!({"n": 2, "status": {"state": "completed"}, "id": "cas"}));
+    assert!(store.save_if(&v3, Some(&v2_reordered)).await.unwrap());
+    // The expected version must be a version of the same Task.
+    let err = store
+        .save_if(&v3, Some(&task(json!({"id": "other"}))))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::InvalidId { .. }), "{err}");
+    // Exact-fidelity Tasks (numbers jsonb would rewrite, NUL) compare too.
+    let odd = vectors()
+        .into_iter()
+        .find(|(name, _)| name == "numbers-and-escapes.json")
+        .expect("the numbers vector")
+        .1;
+    store.save(&odd).await.unwrap();
+    let odd_read = store.get(odd.id()).await.unwrap().unwrap();
+    let mut next = odd.clone().into_value();
+    next["casMarker"] = json!(1);
+    let next = Task::try_from(next).unwrap();
+    assert!(store.save_if(&next, Some(&odd_read)).await.unwrap());
+    assert!(!store.save_if(&next, Some(&odd_read)).await.unwrap());
+
+    // Eight writers race from the same read: exactly one wins.
+    let base = store.get("cas").await.unwrap().unwrap();
+    let mut racers = Vec::new();
+    for i in 0..8 {
+        let (store, base) = (Arc::clone(&store), base.clone());
+        racers.push(tokio::spawn(async move {
+            let mine = task(json!({"id": "cas", "winner": i}));
+            store.save_if(&mine, Some(&base)).await.unwrap()
+        }));
+    }
+    let mut winners = Vec::new();
+    for (i, racer) in racers.into_iter().enumerate() {
+        if racer.await.unwrap() {
+            winners.push(i);
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one writer wins: {winners:?}");
+    let stored = store.get("cas").await.unwrap().unwrap();
+    assert_eq!(stored.get("winner").unwrap(), &json!(winners[0]));
+}

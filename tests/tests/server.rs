@@ -160,6 +160,85 @@ async fn every_state_transition_goes_through_the_supplied_store() {
     );
 }
 
+/// A store shared with another writer (think: a second replica) that cancels the Task right
+/// after this server reads it as `working`, before the agent's result is saved: the worst
+/// moment for a read-modify-write.
+struct CanceledBehindOurBack {
+    inner: InMemoryTaskStore,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl TaskStore for CanceledBehindOurBack {
+    async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+        let current = self.inner.get(id).await?;
+        if let Some(task) = &current
+            && toolnexus::task_state(task) == "working"
+            && self.armed.swap(false, std::sync::atomic::Ordering::SeqCst)
+        {
+            let mut canceled = task.clone().into_value();
+            canceled["status"] = json!({"state": "canceled"});
+            self.inner.save(&Task::try_from(canceled)?).await?;
+        }
+        Ok(current)
+    }
+    async fn save(&self, task: &Task) -> Result<(), StoreError> {
+        self.inner.save(task).await
+    }
+    async fn save_if(&self, task: &Task, expected: Option<&Task>) -> Result<bool, StoreError> {
+        self.inner.save_if(task, expected).await
+    }
+    fn describe(&self) -> String {
+        "memory shared with another writer".into()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_by_another_writer_is_never_overwritten_by_the_agent() {
+    let store = Arc::new(CanceledBehindOurBack {
+        inner: InMemoryTaskStore::new(),
+        armed: std::sync::atomic::AtomicBool::new(false),
+    });
+    let server = start(
+        Arc::clone(&store) as Arc<dyn TaskStore>,
+        Duration::from_millis(300),
+    )
+    .await;
+    let task = server.send("race me").await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    // Wait (on the store itself, not through the server) until the agent is working, then arm.
+    for _ in 0..500 {
+        let current = store.inner.get(&id).await.unwrap().unwrap();
+        if toolnexus::task_state(&current) == "working" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    store.armed.store(true, std::sync::atomic::Ordering::SeqCst);
+    // The agent finishes, reads `working` (and the other writer cancels right then), and must
+    // then see its compare-and-set fail, re-read, and leave the cancel alone.
+    for _ in 0..200 {
+        if !store.armed.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        !store.armed.load(std::sync::atomic::Ordering::SeqCst),
+        "the agent never read the Task as working"
+    );
+    // A lost update would land right after that read; give it ample time to show.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let fin = store.inner.get(&id).await.unwrap().unwrap();
+    assert_eq!(toolnexus::task_state(&fin), "canceled", "{fin:?}");
+    assert!(
+        fin.get("artifacts").is_none(),
+        "the agent's result was not saved"
+    );
+    let via_server = server.call("GetTask", json!({"id": id})).await;
+    assert_eq!(via_server["result"]["status"]["state"], "canceled");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_works_before_completion_and_is_refused_after() {
     let tmp = tempfile::tempdir().unwrap();
