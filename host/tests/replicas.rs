@@ -1,46 +1,22 @@
 //! Two `tnstore serve` processes — two replicas of a runtime — on different ports over the same
 //! PostgreSQL table: a Task created through one is read, cancelled and listed through the other.
 //!
-//! The server is `TOOLNEXUS_TEST_POSTGRES_URL` or a throwaway cluster (`toolnexus_conformance::pg`);
+//! The server is `TOOLNEXUS_TEST_POSTGRES_URL` or a throwaway cluster (`tests/src/pg.rs`);
 //! without either the test skips, unless `TOOLNEXUS_REQUIRE_POSTGRES=1`.
 
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
-use toolnexus_conformance::pg::{self, TableGuard};
+// The throwaway-cluster helper of the conformance crate, compiled into this test: depending on
+// that crate from here would link a second copy of `toolnexus`.
+#[path = "../../tests/src/pg.rs"]
+#[allow(dead_code)]
+mod pg;
+use pg::TableGuard;
 
-/// The `tnstore` binary of this workspace, built (or found up to date) by cargo, in the profile
-/// these tests were built in. It belongs to another package, so cargo does not hand it to us.
-fn tnstore() -> &'static PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_owned());
-        let release = std::env::current_exe()
-            .ok()
-            .and_then(|exe| Some(exe.parent()?.parent()?.file_name()? == "release"))
-            .unwrap_or(false);
-        let mut command = Command::new(cargo);
-        command
-            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-            .args(["build", "-p", "toolnexus", "--bin", "tnstore"])
-            .arg("--message-format=json-render-diagnostics")
-            .stderr(Stdio::inherit());
-        if release {
-            command.arg("--release");
-        }
-        let output = command.output().expect("cargo runs");
-        assert!(output.status.success(), "building tnstore failed");
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|m| m["target"]["name"] == "tnstore")
-            .find_map(|m| m["executable"].as_str().map(PathBuf::from))
-            .expect("cargo reports the tnstore executable")
-    })
-}
+/// The `tnstore` binary of this package, built by cargo for these tests.
+const TNSTORE: &str = env!("CARGO_BIN_EXE_tnstore");
 
 /// One replica: `tnstore serve` on a port of its own; killed when dropped.
 struct Replica {
@@ -50,7 +26,7 @@ struct Replica {
 
 impl Replica {
     fn start(selector: &str, echo_delay_ms: u64) -> Replica {
-        let mut child = Command::new(tnstore())
+        let mut child = Command::new(TNSTORE)
             .args(["--store", selector])
             .args(["serve", "--addr", "127.0.0.1:0"])
             .args(["--echo-delay-ms", &echo_delay_ms.to_string()])
