@@ -4,6 +4,10 @@
 #
 #   ./scripts/bench.sh [ITERATIONS]        (default 2000; the 360 KiB Task gets a fifth)
 #
+# The PostgreSQL store is measured against TOOLNEXUS_BENCH_POSTGRES_URL if set, else against a
+# throwaway durable cluster (fsync on) started here when PostgreSQL's server binaries are
+# installed (Debian: postgresql), else skipped with a message.
+#
 # Needs python3 with venv, and a TrueType font (Debian: fonts-dejavu-core, installed if missing).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +29,14 @@ fi
 "$venv/bin/pip" install -q -r bench/requirements.txt
 
 cargo build -q --release -p toolnexus-bench --bin tn-compare
+
+if [ -z "${TOOLNEXUS_BENCH_POSTGRES_URL:-}" ] \
+    && { command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }; then
+    export PG_CLUSTER_STATE=target/bench-pg-cluster.env
+    TOOLNEXUS_BENCH_POSTGRES_URL="$(scripts/pg-cluster.sh start --durable)"
+    export TOOLNEXUS_BENCH_POSTGRES_URL
+    trap 'scripts/pg-cluster.sh stop' EXIT
+fi
 
 # The same two Tasks for both sides: tn-compare's small Task, and the shared long-history vector.
 large=../shared/vectors/tasks/long-history.json
