@@ -1021,7 +1021,7 @@ pub(crate) fn builder_from_selector(
             "timeout" => {
                 builder.timeout(duration(&value).ok_or_else(|| bad("a duration like 5s or 250ms"))?)
             }
-            _ => unreachable!("only known options are taken"),
+            other => return Err(invalid(format!("unknown option {other:?}"))),
         };
     }
     Ok(builder)
