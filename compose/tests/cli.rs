@@ -24,8 +24,8 @@ fn task(state: &str) -> Task {
     Task::try_from(json!({"id": "t-1", "status": {"state": state}})).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn composes_files_into_a_store_that_loads_with_a_wasm_selector() {
+/// A work directory with the two inputs users compose: `guard.wasm` and `file-store.wasm`.
+fn inputs() -> tempfile::TempDir {
     let work = tempfile::tempdir().unwrap();
     std::fs::write(work.path().join("guard.wasm"), LIFECYCLE_GUARD_COMPONENT).unwrap();
     std::fs::write(
@@ -33,6 +33,12 @@ async fn composes_files_into_a_store_that_loads_with_a_wasm_selector() {
         toolnexus::FILE_STORE_COMPONENT,
     )
     .unwrap();
+    work
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn composes_files_into_a_store_that_loads_with_a_wasm_selector() {
+    let work = inputs();
     let out = run(
         work.path(),
         &[
@@ -102,13 +108,7 @@ fn components_that_do_not_fit_exit_2_and_write_nothing() {
 
 #[test]
 fn an_unwritable_output_exits_3() {
-    let work = tempfile::tempdir().unwrap();
-    std::fs::write(work.path().join("guard.wasm"), LIFECYCLE_GUARD_COMPONENT).unwrap();
-    std::fs::write(
-        work.path().join("file-store.wasm"),
-        toolnexus::FILE_STORE_COMPONENT,
-    )
-    .unwrap();
+    let work = inputs();
     let out = run(
         work.path(),
         &[

@@ -67,6 +67,15 @@ pub fn normalize_state(state: &str) -> String {
         .replace('_', "-")
 }
 
+/// The states a Task never leaves, as [`normalize_state`] spells them (`cancelled` too: both
+/// spellings occur in the wild).
+pub const TERMINAL_STATES: [&str; 5] = ["completed", "canceled", "cancelled", "failed", "rejected"];
+
+/// Whether `state`, in either protocol version's spelling, is one a Task never leaves.
+pub fn is_terminal_state(state: &str) -> bool {
+    TERMINAL_STATES.contains(&normalize_state(state).as_str())
+}
+
 /// Sorts `(id, item)` pairs that already passed the filters and the token, and cuts one page:
 /// the items and the token for the next page (`None` on the last page).
 pub fn paginate<T>(mut matching: Vec<(String, T)>, query: &ListQuery) -> (Vec<T>, Option<String>) {

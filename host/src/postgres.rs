@@ -531,11 +531,9 @@ impl TaskStore for PostgresTaskStore {
                 async move {
                     let result = async {
                         let statement = client.prepare_cached(sql).await?;
-                        let jsonb = row.jsonb.as_deref().unwrap_or(task.as_json());
-                        let exact = row.jsonb.as_ref().map(|_| task.as_json());
+                        let (jsonb, exact) = row.task_columns(task);
                         let id = task.id().as_bytes();
-                        let (context, state) = (row.context_id.as_deref(), row.state.as_deref());
-                        let state = state.map(str::as_bytes);
+                        let (context, state) = row.filter_columns();
                         client
                             .execute(&statement, &[&id, &jsonb, &exact, &context, &state])
                             .await
@@ -564,16 +562,13 @@ impl TaskStore for PostgresTaskStore {
                 let (sql, row, task, old) = (&shared.sql, &row, &task, &old);
                 async move {
                     let result = async {
-                        let jsonb = row.jsonb.as_deref().unwrap_or(task.as_json());
-                        let exact = row.jsonb.as_ref().map(|_| task.as_json());
+                        let (jsonb, exact) = row.task_columns(task);
                         let id = task.id().as_bytes();
-                        let context = row.context_id.as_deref();
-                        let state = row.state.as_deref().map(str::as_bytes);
+                        let (context, state) = row.filter_columns();
                         match old {
                             Some((old, expected)) => {
                                 let statement = client.prepare_cached(&sql.replace).await?;
-                                let old_jsonb = old.jsonb.as_deref().unwrap_or(expected.as_json());
-                                let old_exact = old.jsonb.as_ref().map(|_| expected.as_json());
+                                let (old_jsonb, old_exact) = old.task_columns(expected);
                                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
                                     &id, &jsonb, &exact, &context, &state, &old_jsonb, &old_exact,
                                 ];
@@ -717,6 +712,24 @@ impl SaveRow {
                 .and_then(Value::as_str)
                 .map(normalize_state),
         }
+    }
+}
+
+impl SaveRow {
+    /// The `task` and `exact` columns for `task` (the Task this row was made of).
+    fn task_columns<'a>(&'a self, task: &'a Task) -> (&'a str, Option<&'a str>) {
+        match &self.jsonb {
+            Some(jsonb) => (jsonb, Some(task.as_json())),
+            None => (task.as_json(), None),
+        }
+    }
+
+    /// The `context_id` and `state` columns.
+    fn filter_columns(&self) -> (Option<&[u8]>, Option<&[u8]>) {
+        (
+            self.context_id.as_deref(),
+            self.state.as_deref().map(str::as_bytes),
+        )
     }
 }
 

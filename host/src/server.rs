@@ -233,11 +233,7 @@ fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
 
 /// States after which a Task never changes, in both protocol versions' spellings.
 pub fn is_terminal(state: &str) -> bool {
-    let state = toolnexus_format::query::normalize_state(state);
-    matches!(
-        state.as_str(),
-        "completed" | "canceled" | "cancelled" | "failed" | "rejected"
-    )
+    toolnexus_format::query::is_terminal_state(state)
 }
 
 fn now() -> String {

@@ -5,8 +5,7 @@
 //! without either the test skips, unless `TOOLNEXUS_REQUIRE_POSTGRES=1`.
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 // The throwaway-cluster helper of the conformance crate, compiled into this test: depending on
 // that crate from here would link a second copy of `toolnexus`.
@@ -15,8 +14,7 @@ use std::time::Duration;
 mod pg;
 use pg::TableGuard;
 
-/// The `tnstore` binary of this package, built by cargo for these tests.
-const TNSTORE: &str = env!("CARGO_BIN_EXE_tnstore");
+mod common;
 
 /// One replica: `tnstore serve` on a port of its own; killed when dropped.
 struct Replica {
@@ -26,41 +24,21 @@ struct Replica {
 
 impl Replica {
     fn start(selector: &str, echo_delay_ms: u64) -> Replica {
-        let mut child = Command::new(TNSTORE)
-            .args(["--store", selector])
-            .args(["serve", "--addr", "127.0.0.1:0"])
-            .args(["--echo-delay-ms", &echo_delay_ms.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("tnstore serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let delay = echo_delay_ms.to_string();
+        let serving = common::serve(&["--store", selector], &["--echo-delay-ms", &delay], |_| {});
         assert!(
-            !line.contains(pg::PASSWORD),
-            "the password is printed: {line}"
+            !serving.banner.contains(pg::PASSWORD),
+            "the password is printed: {}",
+            serving.banner
         );
-        let url = line
-            .strip_prefix("listening on ")
-            .and_then(|rest| rest.split_whitespace().next())
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .to_owned();
-        Replica { child, url }
+        Replica {
+            child: serving.child,
+            url: serving.url,
+        }
     }
 
     async fn call(&self, method: &str, params: Value) -> Value {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        reqwest::Client::new()
-            .post(&self.url)
-            .json(&body)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
+        common::call(&reqwest::Client::new(), &self.url, method, params).await
     }
 
     /// Polls GetTask until the Task is in `state` (the other replica's agent works in the

@@ -2,13 +2,13 @@
 //! several points of a Task's life, restarted on the same directory, and every acknowledged Task
 //! is still there in (at least) the last state a client saw.
 
-use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
+use serde_json::json;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
-const TNSTORE: &str = env!("CARGO_BIN_EXE_tnstore");
+mod common;
+use common::call;
 
 struct Running {
     child: Child,
@@ -16,37 +16,14 @@ struct Running {
 }
 
 fn start(dir: &Path, cache: &Path) -> Running {
-    let mut child = Command::new(TNSTORE)
-        .args(["--store", &format!("wasm:builtin?dir={}", dir.display())])
-        .args(["serve", "--addr", "127.0.0.1:0", "--echo-delay-ms", "300"])
-        .env("TOOLNEXUS_CACHE_DIR", cache)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("tnstore serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .strip_prefix("listening on ")
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    Running { child, url }
-}
-
-async fn call(client: &reqwest::Client, url: &str, method: &str, params: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    client
-        .post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    let store = format!("wasm:builtin?dir={}", dir.display());
+    let serving = common::serve(&["--store", &store], &["--echo-delay-ms", "300"], |c| {
+        c.env("TOOLNEXUS_CACHE_DIR", cache);
+    });
+    Running {
+        child: serving.child,
+        url: serving.url,
+    }
 }
 
 fn rank(state: &str) -> u8 {

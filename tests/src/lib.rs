@@ -117,3 +117,22 @@ pub fn state(task: &Task) -> &str {
         .and_then(|s| s["state"].as_str())
         .unwrap_or("<none>")
 }
+
+/// The files directly in `dir` as sorted (name, contents) pairs: "nothing was written" is this
+/// staying equal, and two stores wrote byte-identical directories when theirs are equal.
+pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|e| {
+            let path = e.expect("directory entry").path();
+            let bytes = std::fs::read(&path)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                bytes,
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}

@@ -398,28 +398,31 @@ fn has(program: &str) -> bool {
         .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
+/// `setpriv` arguments that switch to the `postgres` user.
+const SETPRIV_AS_POSTGRES: [&str; 5] = [
+    "--reuid",
+    "postgres",
+    "--regid",
+    "postgres",
+    "--init-groups",
+];
+
 /// `program`, run as the `postgres` user when we are root (initdb and postgres refuse root).
 fn as_server_user(program: &Path) -> Command {
-    if is_root() {
-        if has("setpriv") {
-            let mut c = Command::new("setpriv");
-            c.args([
-                "--reuid",
-                "postgres",
-                "--regid",
-                "postgres",
-                "--init-groups",
-            ]);
-            c.arg(program);
-            c
-        } else {
-            let mut c = Command::new("runuser");
-            c.args(["-u", "postgres", "--"]).arg(program);
-            c
-        }
-    } else {
-        Command::new(program)
+    if !is_root() {
+        return Command::new(program);
     }
+    let mut c = if has("setpriv") {
+        let mut c = Command::new("setpriv");
+        c.args(SETPRIV_AS_POSTGRES);
+        c
+    } else {
+        let mut c = Command::new("runuser");
+        c.args(["-u", "postgres", "--"]);
+        c
+    };
+    c.arg(program);
+    c
 }
 
 /// Like [`as_server_user`], and the process gets SIGQUIT (immediate shutdown) when the thread
@@ -430,13 +433,7 @@ fn as_server_user_dying_with_us(program: &Path) -> Command {
     }
     let mut c = Command::new("setpriv");
     if is_root() {
-        c.args([
-            "--reuid",
-            "postgres",
-            "--regid",
-            "postgres",
-            "--init-groups",
-        ]);
+        c.args(SETPRIV_AS_POSTGRES);
     }
     c.args(["--pdeathsig", "QUIT"]).arg(program);
     c

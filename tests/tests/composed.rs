@@ -9,7 +9,8 @@ use std::sync::Arc;
 use toolnexus::{ComponentSource, FileTaskStore, StoreError, Task, TaskStore, WasmTaskStore};
 use toolnexus_compose::{ComposeError, compose, compose_chain};
 use toolnexus_conformance::{
-    GUARDED_FILE_STORE_COMPONENT, HOSTILE_COMPONENT, LIFECYCLE_GUARD_COMPONENT, state, task,
+    GUARDED_FILE_STORE_COMPONENT, HOSTILE_COMPONENT, LIFECYCLE_GUARD_COMPONENT, snapshot, state,
+    task,
 };
 
 fn load(name: &str, bytes: &[u8], dir: &Path) -> Result<WasmTaskStore, StoreError> {
@@ -27,22 +28,6 @@ fn guarded(dir: &Path) -> WasmTaskStore {
 
 fn with_state(id: &str, state: &str) -> Task {
     task(json!({"id": id, "status": {"state": state}}))
-}
-
-/// The bytes of every file in `dir`, by name: "nothing was written" means this is unchanged.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    files.sort();
-    files
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

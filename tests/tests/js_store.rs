@@ -28,7 +28,7 @@ use toolnexus::{
     CacheDir, CacheOutcome, ComponentSource, Durability, FileTaskStore, ListQuery, LoadReport,
     StoreError, Task, TaskStore, WasmTaskStore, resolve_store,
 };
-use toolnexus_conformance::{StoreFactory, suite, task, vectors};
+use toolnexus_conformance::{StoreFactory, snapshot, suite, task, vectors};
 
 /// Set to `1` to make a missing Node.js or npm a test failure instead of a skip.
 const REQUIRE_NODE: &str = "TOOLNEXUS_REQUIRE_NODE";
@@ -350,22 +350,6 @@ async fn list_all(store: &dyn TaskStore) -> Vec<Task> {
             None => return all,
         }
     }
-}
-
-/// A directory's files as sorted (name, contents) pairs.
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| {
-            let e = e.unwrap();
-            (
-                e.file_name().into_string().unwrap(),
-                fs::read(e.path()).unwrap(),
-            )
-        })
-        .collect();
-    files.sort();
-    files
 }
 
 fn js_store(js: &Js, dir: &Path) -> Arc<dyn TaskStore> {

@@ -18,12 +18,11 @@
 //! Build it with `cargo build -p toolnexus-lifecycle-guard --target wasm32-wasip2 --release`,
 //! then compose it over a store with `tn-compose` (see `docs/compose-stores.md`).
 
+use serde_json::{Map, Value};
 use std::fmt;
-use toolnexus_format::query::normalize_state;
+pub use toolnexus_format::query::TERMINAL_STATES;
+use toolnexus_format::query::{is_terminal_state, normalize_state};
 use toolnexus_format::{TaskError, parse_task, task_id};
-
-/// The states a Task never leaves, normalized (see [`normalize_state`]).
-pub const TERMINAL_STATES: [&str; 5] = ["completed", "canceled", "cancelled", "failed", "rejected"];
 
 /// Why a save was refused, or could not be checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,19 +55,35 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// The id of the Task in `task` (JSON text), checked: what the guard must look up first.
-pub fn task_id_of(task: &str) -> Result<String, Refusal> {
-    toolnexus_format::task::check_task_text(task).map_err(Refusal::InvalidTask)
+/// What the guard needs of the version about to be saved, read from it once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NextVersion {
+    /// Its id: what the guard looks up first.
+    pub id: String,
+    /// Its `status.state`, if it has one.
+    pub state: Option<String>,
 }
 
-/// The `status.state` of a Task's JSON text, if it has one. `None` also for text that does not
-/// parse: the store underneath is the judge of what it stored.
-fn state_of(text: &str) -> Option<String> {
-    let task = parse_task(text).ok()?;
+/// Reads the version about to be saved (JSON text); text that is not a Task is refused.
+pub fn read_next(task: &str) -> Result<NextVersion, Refusal> {
+    let map = parse_task(task).map_err(Refusal::InvalidTask)?;
+    Ok(NextVersion {
+        id: task_id(&map).map_err(Refusal::InvalidTask)?.to_owned(),
+        state: state_in(&map),
+    })
+}
+
+fn state_in(task: &Map<String, Value>) -> Option<String> {
     task.get("status")?
         .get("state")?
         .as_str()
         .map(str::to_owned)
+}
+
+/// The `status.state` of a stored version's JSON text, if it has one. `None` also for text that
+/// does not parse: the store underneath is the judge of what it stored.
+fn state_of(text: &str) -> Option<String> {
+    state_in(&parse_task(text).ok()?)
 }
 
 /// Same state, ignoring spelling: `TASK_STATE_CANCELED` = `canceled` = `cancelled`.
@@ -84,29 +99,20 @@ fn same_state(a: &str, b: &str) -> bool {
     canon(a) == canon(b)
 }
 
-/// Whether the guard lets `next` (JSON text) replace `previous` (the stored version's JSON text,
-/// if any).
-pub fn check_transition(previous: Option<&str>, next: &str) -> Result<(), Refusal> {
-    let next_task = parse_task(next).map_err(Refusal::InvalidTask)?;
-    let Some(previous) = previous else {
+/// Whether the guard lets `next` replace `previous` (the stored version's JSON text, if any).
+pub fn check_transition(previous: Option<&str>, next: &NextVersion) -> Result<(), Refusal> {
+    let Some(from) = previous.and_then(state_of) else {
         return Ok(());
     };
-    let Some(from) = state_of(previous) else {
-        return Ok(());
-    };
-    if !TERMINAL_STATES.contains(&normalize_state(&from).as_str()) {
+    if !is_terminal_state(&from) {
         return Ok(());
     }
-    let to = next_task
-        .get("status")
-        .and_then(|s| s.get("state"))
-        .and_then(|s| s.as_str());
-    match to {
+    match &next.state {
         Some(to) if same_state(&from, to) => Ok(()),
         to => Err(Refusal::LeavesTerminalState {
-            id: task_id(&next_task).unwrap_or_default().to_owned(),
+            id: next.id.clone(),
             from,
-            to: to.map(str::to_owned),
+            to: to.clone(),
         }),
     }
 }
@@ -118,7 +124,7 @@ mod component {
         world: "task-store-middleware",
     });
 
-    use super::{Refusal, check_transition, task_id_of};
+    use super::{Refusal, check_transition, read_next};
     use exports::toolnexus::task_store::catalog as ex_catalog;
     use exports::toolnexus::task_store::config as ex_config;
     use exports::toolnexus::task_store::store as ex_store;
@@ -143,9 +149,9 @@ mod component {
 
         fn save(task: String) -> Result<(), ex_store::StoreError> {
             let refuse = |r: Refusal| ex_store::StoreError::InvalidInput(r.to_string());
-            let id = task_id_of(&task).map_err(refuse)?;
-            let previous = store::get(&id).map_err(pass)?;
-            check_transition(previous.as_deref(), &task).map_err(refuse)?;
+            let next = read_next(&task).map_err(refuse)?;
+            let previous = store::get(&next.id).map_err(pass)?;
+            check_transition(previous.as_deref(), &next).map_err(refuse)?;
             store::save(&task).map_err(pass)
         }
     }
@@ -187,6 +193,10 @@ mod component {
 mod tests {
     use super::*;
 
+    fn next(text: &str) -> NextVersion {
+        read_next(text).unwrap()
+    }
+
     fn t(state: Option<&str>) -> String {
         match state {
             Some(s) => format!(r#"{{"id":"t1","status":{{"state":"{s}"}}}}"#),
@@ -197,7 +207,7 @@ mod tests {
     #[test]
     fn a_new_task_passes_in_any_state() {
         for s in [Some("completed"), Some("working"), None] {
-            assert_eq!(check_transition(None, &t(s)), Ok(()));
+            assert_eq!(check_transition(None, &next(&t(s))), Ok(()));
         }
     }
 
@@ -212,7 +222,7 @@ mod tests {
         ];
         for (from, to) in pairs {
             assert_eq!(
-                check_transition(Some(&t(Some(from))), &t(Some(to))),
+                check_transition(Some(&t(Some(from))), &next(&t(Some(to)))),
                 Ok(()),
                 "{from} → {to}"
             );
@@ -239,7 +249,7 @@ mod tests {
                 Some("TASK_STATE_WORKING"),
                 None,
             ] {
-                let err = check_transition(Some(&t(Some(from))), &t(to)).unwrap_err();
+                let err = check_transition(Some(&t(Some(from))), &next(&t(to))).unwrap_err();
                 assert!(
                     matches!(&err, Refusal::LeavesTerminalState { id, from: f, .. } if id == "t1" && f == from),
                     "{from} → {to:?}: {err:?}"
@@ -248,8 +258,10 @@ mod tests {
             }
         }
         // One terminal state to another is still leaving the first.
-        assert!(check_transition(Some(&t(Some("completed"))), &t(Some("failed"))).is_err());
-        assert!(check_transition(Some(&t(Some("canceled"))), &t(Some("completed"))).is_err());
+        assert!(check_transition(Some(&t(Some("completed"))), &next(&t(Some("failed")))).is_err());
+        assert!(
+            check_transition(Some(&t(Some("canceled"))), &next(&t(Some("completed")))).is_err()
+        );
     }
 
     #[test]
@@ -263,7 +275,7 @@ mod tests {
         ];
         for (from, to) in pairs {
             assert_eq!(
-                check_transition(Some(&t(Some(from))), &t(Some(to))),
+                check_transition(Some(&t(Some(from))), &next(&t(Some(to)))),
                 Ok(()),
                 "{from} → {to}"
             );
@@ -274,25 +286,28 @@ mod tests {
     fn the_new_version_must_be_a_task() {
         for bad in ["not json", "[1]", r#"{"id": 7}"#, r#"{"id": ""}"#, "{}"] {
             assert!(
-                matches!(task_id_of(bad), Err(Refusal::InvalidTask(_))),
-                "{bad}"
-            );
-            assert!(
-                matches!(check_transition(None, bad), Err(Refusal::InvalidTask(_))),
+                matches!(read_next(bad), Err(Refusal::InvalidTask(_))),
                 "{bad}"
             );
         }
-        assert_eq!(task_id_of(&t(None)).unwrap(), "t1");
+        assert_eq!(
+            read_next(&t(Some("working"))).unwrap(),
+            NextVersion {
+                id: "t1".into(),
+                state: Some("working".into())
+            }
+        );
+        assert_eq!(next(&t(None)).state, None);
     }
 
     #[test]
     fn a_stored_version_without_a_state_does_not_lock_the_task() {
         assert_eq!(
-            check_transition(Some(&t(None)), &t(Some("working"))),
+            check_transition(Some(&t(None)), &next(&t(Some("working")))),
             Ok(())
         );
         assert_eq!(
-            check_transition(Some("not json"), &t(Some("working"))),
+            check_transition(Some("not json"), &next(&t(Some("working")))),
             Ok(())
         );
     }
