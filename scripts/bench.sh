@@ -38,8 +38,8 @@ if [ -z "${TOOLNEXUS_BENCH_POSTGRES_URL:-}" ] \
     trap 'scripts/pg-cluster.sh stop' EXIT
 fi
 
-# The same two Tasks for both sides: tn-compare's small Task, and the shared long-history vector.
-large=../shared/vectors/tasks/long-history.json
+# The same two Tasks for both sides: tn-compare's small Task, and the long-history test vector.
+large=tests/vectors/tasks/long-history.json
 small="$out/small-task.json"
 ./target/release/tn-compare --emit-small "$small"
 

@@ -14,8 +14,8 @@ trap 'rm -rf "$work"' EXIT
 cargo build -q --release --locked --target wasm32-wasip2 -p toolnexus-lifecycle-guard
 cp target/wasm32-wasip2/release/toolnexus_lifecycle_guard.wasm "$work/guard.wasm"
 # 2. The store it sits in front of: the file store embedded in tnstore (any full store will do).
-cargo run -q --locked -p toolnexus --bin tnstore -- component --out "$work/store.wasm"
+cargo run -q --locked -p tnstore -- component --out "$work/store.wasm"
 # 3. One component: guard → file store. It imports only WASI.
 cargo run -q --locked -p toolnexus-compose --bin tn-compose -- \
     --middleware "$work/guard.wasm" --store "$work/store.wasm" --out "$out"
-echo "try: cargo run -p toolnexus --bin tnstore -- --store 'wasm:$out?dir=./tasks' serve"
+echo "try: cargo run -p tnstore -- --store 'wasm:$out?dir=./tasks' serve"

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
-cargo build -q -p toolnexus --bin tnstore
+cargo build -q -p tnstore
 tnstore=target/debug/tnstore
 addr=127.0.0.1:8080
 url="http://$addr/"

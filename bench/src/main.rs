@@ -15,10 +15,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use toolnexus::{
-    CacheDir, ComponentSource, Durability, FileTaskStore, InMemoryTaskStore, Task, TaskStore,
-    WasmTaskStore,
-};
+use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::{Durability, FileTaskStore, InMemoryTaskStore, Task, TaskStore};
 
 mod chart;
 
@@ -34,7 +32,7 @@ struct Args {
     /// Directory for results.md, results.json and chart.png.
     #[arg(long, default_value = "target/bench")]
     out: PathBuf,
-    /// The large Task (default: the shared long-history vector).
+    /// The large Task (default: the long-history test vector).
     #[arg(long)]
     large: Option<PathBuf>,
     /// Write the small (~1 KiB) Task this benchmark uses to this file and exit, so the Python
@@ -494,7 +492,7 @@ async fn main() -> Result<()> {
         return Ok(());
     }
     let large_path = args.large.clone().unwrap_or_else(|| {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors/tasks/long-history.json")
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/tasks/long-history.json")
     });
     let large = Task::from_json(
         &fs::read_to_string(&large_path)
@@ -546,7 +544,7 @@ async fn main() -> Result<()> {
             // A fresh table per run; full durability is the server's default (fsync and
             // synchronous_commit on), which `pg-cluster.sh start --durable` keeps.
             let table = format!("tn_compare_{}", std::process::id());
-            let store = toolnexus::PostgresTaskStore::builder(url.as_str())
+            let store = toolnexus::postgres::PostgresTaskStore::builder(url.as_str())
                 .table(table)
                 .connect()
                 .await

@@ -3,7 +3,8 @@
 //! `tn-profile file|wasm get|save LARGE_TASK.json N`
 
 use std::sync::Arc;
-use toolnexus::{FileTaskStore, Task, TaskStore, WasmTaskStore};
+use toolnexus::wasm::WasmTaskStore;
+use toolnexus::{FileTaskStore, Task, TaskStore};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {

@@ -10,14 +10,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolnexus::{Task, TaskStore};
 
+pub mod node;
 pub mod pg;
 pub mod suite;
 
-/// The hostile test component built from `tests/hostile/` (see its crate docs for what each
+/// The hostile test component built from `components/hostile-fixture/` (see its crate docs for what each
 /// id makes it do).
 pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile.wasm"));
 
-/// The lifecycle-guard middleware (`middleware/lifecycle-guard/`), alone: it imports the
+/// The lifecycle-guard middleware (`components/lifecycle-guard/`), alone: it imports the
 /// task-store interfaces, so it cannot be loaded as a store by itself.
 pub static LIFECYCLE_GUARD_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/lifecycle-guard.wasm"));
@@ -64,12 +65,13 @@ pub trait StoreFactory: Send + Sync {
     fn durable(&self) -> bool;
 }
 
-/// The vectors shared by every implementation: `../shared/vectors/tasks` beside the checkout.
+/// The test vectors every implementation must round-trip: `tests/vectors/tasks` in this
+/// repository (see its README).
 pub fn vectors_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/vectors/tasks");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("vectors/tasks");
     assert!(
         dir.is_dir(),
-        "the shared test vectors are missing: expected them at {}",
+        "the test vectors are missing: expected them at {}",
         dir.display()
     );
     dir

@@ -6,7 +6,8 @@
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-use toolnexus::{ComponentSource, FileTaskStore, StoreError, Task, TaskStore, WasmTaskStore};
+use toolnexus::wasm::{ComponentSource, WasmTaskStore};
+use toolnexus::{FileTaskStore, StoreError, Task, TaskStore};
 use toolnexus_compose::{ComposeError, compose, compose_chain};
 use toolnexus_conformance::{
     GUARDED_FILE_STORE_COMPONENT, HOSTILE_COMPONENT, LIFECYCLE_GUARD_COMPONENT, snapshot, state,
@@ -179,7 +180,7 @@ async fn middlewares_stack() {
     let dir = tempfile::tempdir().unwrap();
     let twice = compose_chain(
         &[LIFECYCLE_GUARD_COMPONENT, LIFECYCLE_GUARD_COMPONENT],
-        toolnexus::FILE_STORE_COMPONENT,
+        toolnexus::wasm::FILE_STORE_COMPONENT,
     )
     .expect("two guards compose over the file store");
     let store = load("guard-guard-file-store.wasm", &twice, dir.path()).unwrap();
@@ -196,8 +197,8 @@ async fn middlewares_stack() {
 fn composition_errors_name_what_does_not_fit() {
     // The file store imports no task-store interface: it is not a middleware.
     let err = compose(
-        toolnexus::FILE_STORE_COMPONENT,
-        toolnexus::FILE_STORE_COMPONENT,
+        toolnexus::wasm::FILE_STORE_COMPONENT,
+        toolnexus::wasm::FILE_STORE_COMPONENT,
     )
     .unwrap_err();
     assert!(matches!(err, ComposeError::NotAMiddleware), "{err}");

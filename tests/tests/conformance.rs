@@ -2,9 +2,8 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use toolnexus::{
-    ComponentSource, Durability, FileTaskStore, InMemoryTaskStore, TaskStore, WasmTaskStore,
-};
+use toolnexus::wasm::{ComponentSource, WasmTaskStore};
+use toolnexus::{Durability, FileTaskStore, InMemoryTaskStore, TaskStore};
 use toolnexus_conformance::{GUARDED_FILE_STORE_COMPONENT, StoreFactory, suite};
 
 struct Memory(Arc<InMemoryTaskStore>);

@@ -7,7 +7,8 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use toolnexus::{FileTaskStore, StoreError, TaskStore, WasmTaskStore};
+use toolnexus::wasm::WasmTaskStore;
+use toolnexus::{FileTaskStore, StoreError, TaskStore};
 use toolnexus_conformance::{task, vectors};
 
 fn native(dir: &Path) -> Arc<dyn TaskStore> {

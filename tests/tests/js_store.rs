@@ -7,220 +7,26 @@
 //! - the Rust file-store component transpiled by jco and run inside Node.js (`js/node-host/`),
 //!   reading a directory the Rust host wrote and writing Tasks the Rust host reads back.
 //!
-//! These tests need Node.js 20+ and npm on `PATH`. Without them each test prints a skip message
-//! and passes, unless `TOOLNEXUS_REQUIRE_NODE=1` (set in CI), which makes their absence a
-//! failure. The first test to run installs `js/node_modules` with `npm ci` (only when missing or
-//! older than `js/package-lock.json`) and builds both JavaScript artifacts under
-//! `<target>/js/`; the build scripts skip work whose inputs did not change.
+//! These tests need Node.js 20+ and npm on `PATH`; the harness that builds the JavaScript side
+//! is [`toolnexus_conformance::node`]. Without them each test prints a skip message and passes,
+//! unless `TOOLNEXUS_REQUIRE_NODE=1` (set in CI), which makes their absence a failure. The first
+//! test to run installs `js/node_modules` with `npm ci` (only when missing or older than
+//! `js/package-lock.json`) and builds both JavaScript artifacts under `<target>/js/`; the build
+//! scripts skip work whose inputs did not change.
 //!
-//! `load_figures_and_call_latency` prints size, compile and latency figures: run it with
-//! `cargo test -p toolnexus-conformance --test js_store figures -- --nocapture` (after removing
-//! `<target>/js/component-cache` for a cold-compile figure).
+//! Speed is measured elsewhere: `cargo run --release -p toolnexus-bench --bin tn-js-figures`
+//! prints the size, compile and latency figures `docs/write-your-own-store.md` quotes.
 
 use serde_json::json;
 use std::fs;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant, SystemTime};
-use toolnexus::{
-    CacheDir, CacheOutcome, ComponentSource, Durability, FileTaskStore, ListQuery, LoadReport,
-    StoreError, Task, TaskStore, WasmTaskStore, resolve_store,
-};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use toolnexus::wasm::{CacheDir, CacheOutcome, ComponentSource, WasmTaskStore};
+use toolnexus::{Durability, FileTaskStore, ListQuery, StoreError, Task, TaskStore, resolve_store};
+use toolnexus_conformance::node::{Js, js, parse_lines, run};
 use toolnexus_conformance::{StoreFactory, snapshot, suite, task, vectors};
-
-/// Set to `1` to make a missing Node.js or npm a test failure instead of a skip.
-const REQUIRE_NODE: &str = "TOOLNEXUS_REQUIRE_NODE";
-const MIN_NODE_MAJOR: u32 = 20;
-
-/// Everything the JavaScript side built, ready for the tests.
-struct Js {
-    node: PathBuf,
-    js_dir: PathBuf,
-    /// The JavaScript store component.
-    store_wasm: PathBuf,
-    /// jco's transpiled Rust file store, for `js/node-host/main.mjs`.
-    node_bindings: PathBuf,
-    /// jco's transpiled JavaScript store component, for the same program.
-    js_store_bindings: PathBuf,
-    /// The compiled-component cache the tests use (`<target>/js/component-cache`).
-    cache: PathBuf,
-    /// How this process first got the compiled JavaScript component: compiled (cold cache) or
-    /// loaded from the cache.
-    first_load: LoadReport,
-}
-
-/// `Ok(None)` when Node.js is missing and not required; `Err` when setting up failed.
-static JS: OnceLock<Result<Option<Js>, String>> = OnceLock::new();
-
-/// The built JavaScript side, or `None` (after a skip message) if Node.js is not installed.
-fn js() -> Option<&'static Js> {
-    match JS.get_or_init(set_up) {
-        Ok(js) => js.as_ref(),
-        Err(e) => panic!("setting up the JavaScript tests failed:\n{e}"),
-    }
-}
-
-fn set_up() -> Result<Option<Js>, String> {
-    let required = std::env::var(REQUIRE_NODE).is_ok_and(|v| v == "1");
-    let tools = find_tool("node").and_then(|node| {
-        check_node_version(&node)?;
-        Ok((node, find_tool("npm")?))
-    });
-    let (node, npm) = match tools {
-        Ok(tools) => tools,
-        Err(why) if required => {
-            return Err(format!(
-                "{why}, and {REQUIRE_NODE}=1 requires the JavaScript tests to run: \
-                 install Node.js {MIN_NODE_MAJOR}+ with npm"
-            ));
-        }
-        Err(why) => {
-            // Straight to stderr, past the test harness's capture, so a skip is never silent.
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipping the JavaScript tests: {why}; install Node.js {MIN_NODE_MAJOR}+ (with \
-                 npm) to run them (set {REQUIRE_NODE}=1 to make this a failure)"
-            );
-            return Ok(None);
-        }
-    };
-
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ is inside the repository")
-        .to_path_buf();
-    let js_dir = repo.join("js");
-    let out = target_dir(&repo).join("js");
-    fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-
-    // One builder at a time across processes (two test binaries, two `cargo test` runs).
-    let lock = fs::File::create(out.join(".build.lock"))
-        .and_then(|f| f.lock().map(|()| f))
-        .map_err(|e| format!("cannot lock {}: {e}", out.display()))?;
-    npm_ci_if_stale(&npm, &js_dir)?;
-    let store_wasm = out.join("store/toolnexus-js-store.wasm");
-    run(Command::new(&node)
-        .current_dir(&js_dir)
-        .arg("store/build.mjs")
-        .arg("--out")
-        .arg(&store_wasm))?;
-    let rust_component = out.join("file-store.wasm");
-    if fs::read(&rust_component).ok().as_deref() != Some(toolnexus::FILE_STORE_COMPONENT) {
-        fs::write(&rust_component, toolnexus::FILE_STORE_COMPONENT)
-            .map_err(|e| format!("cannot write {}: {e}", rust_component.display()))?;
-    }
-    let node_bindings = out.join("node-host/file-store");
-    let js_store_bindings = out.join("node-host/js-store");
-    for (component, bindings) in [
-        (&rust_component, &node_bindings),
-        (&store_wasm, &js_store_bindings),
-    ] {
-        run(Command::new(&node)
-            .current_dir(&js_dir)
-            .arg("node-host/build.mjs")
-            .arg("--component")
-            .arg(component)
-            .arg("--out")
-            .arg(bindings))?;
-    }
-    drop(lock);
-
-    // Compile once here, before any test runs: every test after this finds the component
-    // compiled in this process, instead of several compiling 12 MB of JavaScript engine at once.
-    // The compiled form is cached under <target>/js, so later runs load it in a fraction of a
-    // second; remove that directory to measure a cold compile again.
-    let cache = out.join("component-cache");
-    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (_, first_load) = WasmTaskStore::builder(ComponentSource::File(store_wasm.clone()))
-        .dir(data.path())
-        .cache(CacheDir::At(cache.clone()))
-        .build_with_report()
-        .map_err(|e| format!("the JavaScript store component does not load: {e}"))?;
-    Ok(Some(Js {
-        node,
-        js_dir,
-        store_wasm,
-        node_bindings,
-        js_store_bindings,
-        cache,
-        first_load,
-    }))
-}
-
-/// The cargo target directory this test binary lives in (`<target>/<profile>/deps/js_store-…`).
-fn target_dir(repo: &Path) -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            exe.ancestors()
-                .find(|dir| dir.file_name().is_some_and(|n| n == "deps"))
-                .and_then(|deps| deps.parent()?.parent().map(Path::to_path_buf))
-        })
-        .unwrap_or_else(|| repo.join("target"))
-}
-
-fn find_tool(name: &str) -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| format!("{name} not found on PATH"))
-}
-
-fn check_node_version(node: &Path) -> Result<(), String> {
-    let output = Command::new(node)
-        .arg("--version")
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", node.display()))?;
-    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-    let major = version
-        .trim_start_matches('v')
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u32>().ok());
-    match major {
-        Some(major) if major >= MIN_NODE_MAJOR => Ok(()),
-        _ => Err(format!(
-            "Node.js {version:?} at {} is older than {MIN_NODE_MAJOR}",
-            node.display()
-        )),
-    }
-}
-
-/// Runs `npm ci` unless `js/node_modules` was installed from the current lockfile.
-fn npm_ci_if_stale(npm: &Path, js_dir: &Path) -> Result<(), String> {
-    let lockfile = js_dir.join("package-lock.json");
-    let stamp = js_dir.join("node_modules/.toolnexus-package-lock.json");
-    let wanted =
-        fs::read(&lockfile).map_err(|e| format!("cannot read {}: {e}", lockfile.display()))?;
-    if fs::read(&stamp).ok() == Some(wanted.clone()) {
-        return Ok(());
-    }
-    run(Command::new(npm)
-        .current_dir(js_dir)
-        .args(["ci", "--no-audit", "--no-fund"]))?;
-    fs::write(&stamp, wanted).map_err(|e| format!("cannot write {}: {e}", stamp.display()))
-}
-
-/// Runs a command to completion: its stdout on success, everything it said on failure.
-fn run(command: &mut Command) -> Result<String, String> {
-    let output = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    if output.status.success() {
-        Ok(stdout)
-    } else {
-        Err(format!(
-            "{command:?} failed ({}):\n{stdout}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
-}
 
 /// Opens the JavaScript store component over a directory, as any `wasm:` component.
 struct JsStore {
@@ -551,48 +357,6 @@ async fn js_store_sweeps_only_stale_temp_files() {
     );
 }
 
-/// Runs `js/node-host/main.mjs` over `dir` with a transpiled component, to completion.
-fn node_program(js: &Js, bindings: &Path, dir: &Path, args: &[&str], stdin: &str) -> Output {
-    let mut child = Command::new(&js.node)
-        .current_dir(&js.js_dir)
-        .arg("node-host/main.mjs")
-        .arg("--bindings")
-        .arg(bindings)
-        .arg("--dir")
-        .arg(dir)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("node runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-/// The Node.js program over the transpiled Rust file store; its stdout.
-fn node_host(js: &Js, dir: &Path, args: &[&str], stdin: &str) -> String {
-    let output = node_program(js, &js.node_bindings, dir, args, stdin);
-    assert!(
-        output.status.success(),
-        "node-host/main.mjs {args:?} failed ({}):\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).unwrap()
-}
-
-fn parse_lines(out: &str) -> Vec<Option<Task>> {
-    out.lines()
-        .map(|line| (line != "null").then(|| Task::from_json(line).expect("a Task per line")))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_runs_the_rust_file_store_over_a_directory_the_rust_host_wrote() {
     let Some(js) = js() else { return };
@@ -606,12 +370,12 @@ async fn node_runs_the_rust_file_store_over_a_directory_the_rust_host_wrote() {
         .map(|t| format!("{}\n", json!(t.id())))
         .chain(["\"never-saved\"\n".to_owned()])
         .collect();
-    let got = parse_lines(&node_host(js, dir.path(), &["get"], &ids));
+    let got = parse_lines(&js.node_host(dir.path(), &["get"], &ids));
     let mut expected: Vec<Option<Task>> = tasks.iter().cloned().map(Some).collect();
     expected.push(None);
     assert_eq!(got, expected);
 
-    let listed = parse_lines(&node_host(js, dir.path(), &["list", "5"], ""));
+    let listed = parse_lines(&js.node_host(dir.path(), &["list", "5"], ""));
     let listed: Vec<Task> = listed.into_iter().map(Option::unwrap).collect();
     assert_eq!(
         listed,
@@ -637,7 +401,7 @@ async fn rust_host_reads_back_what_node_wrote() {
     let dir = tempfile::tempdir().unwrap();
     let mut args = vec!["save"];
     args.extend(files.iter().map(String::as_str));
-    node_host(js, dir.path(), &args, "");
+    js.node_host(dir.path(), &args, "");
 
     let host = WasmTaskStore::file_store(dir.path()).unwrap();
     assert_reads_all(&host, &tasks).await;
@@ -648,7 +412,7 @@ async fn rust_host_reads_back_what_node_wrote() {
     assert_eq!(snapshot(dir.path()), snapshot(rust_dir.path()));
 
     // Deletes from Node are seen by the Rust host too.
-    let out = node_host(js, dir.path(), &["delete", "a/b", "a/b"], "");
+    let out = js.node_host(dir.path(), &["delete", "a/b", "a/b"], "");
     assert_eq!(out, "true\nfalse\n");
     assert_eq!(host.get("a/b").await.unwrap(), None);
 }
@@ -678,8 +442,7 @@ async fn js_store_component_refuses_invalid_input_and_changes_nothing() {
     for (name, text, message) in cases {
         let path = inputs.path().join(name);
         fs::write(&path, text).unwrap();
-        let output = node_program(
-            js,
+        let output = js.node_program(
             &js.js_store_bindings,
             dir.path(),
             &["save", path.to_str().unwrap()],
@@ -692,7 +455,7 @@ async fn js_store_component_refuses_invalid_input_and_changes_nothing() {
             "{name}: {stderr}"
         );
     }
-    let output = node_program(js, &js.js_store_bindings, dir.path(), &["get", ""], "");
+    let output = js.node_program(&js.js_store_bindings, dir.path(), &["get", ""], "");
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("error: invalid-input: task id is empty"),
@@ -704,8 +467,7 @@ async fn js_store_component_refuses_invalid_input_and_changes_nothing() {
     let t = task(json!({"id": "from-js-in-node", "n": -0.0}));
     let path = inputs.path().join("good");
     fs::write(&path, t.as_json()).unwrap();
-    let output = node_program(
-        js,
+    let output = js.node_program(
         &js.js_store_bindings,
         dir.path(),
         &["save", path.to_str().unwrap()],
@@ -716,32 +478,12 @@ async fn js_store_component_refuses_invalid_input_and_changes_nothing() {
     assert_eq!(host.get("from-js-in-node").await.unwrap(), Some(t));
 }
 
-fn mean_micros(total: Duration, calls: u32) -> u128 {
-    total.as_micros() / u128::from(calls)
-}
-
-/// Per-call latency of `save` then `get` (mean, microseconds), after one warm-up call.
-async fn call_latency(store: &dyn TaskStore, calls: u32) -> (u128, u128) {
-    let t = task(json!({"id": "bench-task", "status": {"state": "working"}, "n": 0}));
-    store.save(&t).await.unwrap();
-    let started = Instant::now();
-    for _ in 0..calls {
-        store.save(&t).await.unwrap();
-    }
-    let save = mean_micros(started.elapsed(), calls);
-    let started = Instant::now();
-    for _ in 0..calls {
-        store.get("bench-task").await.unwrap();
-    }
-    (save, mean_micros(started.elapsed(), calls))
-}
-
-/// Prints the figures docs/write-your-own-store.md quotes; asserts only what is not timing.
+/// The compiled JavaScript component is cached on disk: a load that bypasses this process's
+/// memo (a new process, in effect) reads the compiled form instead of compiling again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn load_figures_and_call_latency() {
+async fn js_store_component_is_reused_from_the_disk_cache() {
     let Some(js) = js() else { return };
-    // Whatever the first load did, the compiled form is in the cache now: a load that bypasses
-    // this process's memo reads it from disk instead of compiling again.
+    // Whatever the first load did, the compiled form is in the cache now.
     let data = tempfile::tempdir().unwrap();
     let (_, cached) = WasmTaskStore::builder(ComponentSource::File(js.store_wasm.clone()))
         .dir(data.path())
@@ -754,55 +496,6 @@ async fn load_figures_and_call_latency() {
         CacheOutcome::Disk,
         "a compiled component is reused from the cache"
     );
-    let size = fs::metadata(&js.store_wasm).unwrap().len();
-    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
-    println!(
-        "JavaScript store component: {:.1} MiB ({size} bytes); Rust file store: {:.2} MiB",
-        mib(size),
-        mib(toolnexus::FILE_STORE_COMPONENT.len() as u64)
-    );
-    let first = match js.first_load.outcome {
-        CacheOutcome::Compiled => "compiled (cold cache)",
-        CacheOutcome::Disk => "loaded from the disk cache (remove it for a cold figure)",
-        CacheOutcome::Memory => "already in memory",
-    };
-    println!(
-        "JavaScript store load: first load in this process {first} in {:.2} s; from the disk \
-         cache {:.3} s; instantiation {:.3} s",
-        js.first_load.load.as_secs_f64(),
-        cached.load.as_secs_f64(),
-        cached.instantiate.as_secs_f64()
-    );
-    const CALLS: u32 = 100;
-    for durability in [Durability::Full, Durability::Relaxed] {
-        let dir = tempfile::tempdir().unwrap();
-        let js_store = JsStore::new(js, durability).open(dir.path());
-        let (js_save, js_get) = call_latency(&*js_store, CALLS).await;
-        let dir = tempfile::tempdir().unwrap();
-        let rust = WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
-            .dir(dir.path())
-            .durability(durability)
-            .build()
-            .unwrap();
-        let (rust_save, rust_get) = call_latency(&rust, CALLS).await;
-        println!(
-            "{durability:?} durability, mean of {CALLS}: JavaScript component save {js_save} µs, \
-             get {js_get} µs; Rust component save {rust_save} µs, get {rust_get} µs"
-        );
-    }
-    let dir = tempfile::tempdir().unwrap();
-    for durability in ["full", "relaxed"] {
-        let out = node_host(
-            js,
-            dir.path(),
-            &["--durability", durability, "bench", "100"],
-            "",
-        );
-        println!(
-            "Rust component in Node.js (jco + preview2-shim): {}",
-            out.trim()
-        );
-    }
 }
 
 /// Across languages in one component: the Rust lifecycle-guard middleware composed over the

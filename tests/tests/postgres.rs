@@ -8,10 +8,8 @@
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-use toolnexus::{
-    Blame, InMemoryTaskStore, ListQuery, PostgresTaskStore, StoreError, Task, TaskStore,
-    resolve_store,
-};
+use toolnexus::postgres::PostgresTaskStore;
+use toolnexus::{Blame, InMemoryTaskStore, ListQuery, StoreError, Task, TaskStore, resolve_store};
 use toolnexus_conformance::pg::{self, TableGuard};
 use toolnexus_conformance::{StoreFactory, suite, task};
 

@@ -4,7 +4,8 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use toolnexus::{FILE_STORE_COMPONENT, FileTaskStore, TaskStore};
+use toolnexus::wasm::FILE_STORE_COMPONENT;
+use toolnexus::{FileTaskStore, TaskStore};
 
 const WRITER: &str = env!("CARGO_BIN_EXE_tn-writer");
 

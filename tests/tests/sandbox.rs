@@ -1,4 +1,4 @@
-//! A store component you don't have to trust: the hostile fixture (`tests/hostile/`) attacks
+//! A store component you don't have to trust: the hostile fixture (`components/hostile-fixture/`) attacks
 //! the host in every way we know, and the host survives each with a typed error.
 
 use serde_json::{Value, json};
@@ -6,9 +6,8 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use toolnexus::{
-    CacheDir, ComponentSource, Limit, StoreError, TaskStore, WasmTaskStore, WasmTaskStoreBuilder,
-};
+use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore, WasmTaskStoreBuilder};
+use toolnexus::{Limit, StoreError, TaskStore};
 use toolnexus_conformance::{HOSTILE_COMPONENT, task};
 
 fn hostile() -> WasmTaskStoreBuilder {
@@ -305,7 +304,7 @@ async fn selector_options_set_the_limits() {
         .unwrap();
     assert_eq!(
         wasm.limits(),
-        toolnexus::Limits {
+        toolnexus::wasm::Limits {
             memory_bytes: 48 << 20,
             timeout: Duration::from_millis(250),
             max_task_bytes: 2 << 20

@@ -4,8 +4,10 @@ use serde_json::json;
 use std::any::Any;
 use std::fs;
 use std::sync::Arc;
-use toolnexus::serve::{FileTaskStore, InMemoryTaskStore, TaskStore, WasmTaskStore, resolve_store};
-use toolnexus::{FILE_STORE_COMPONENT, StoreError};
+use toolnexus::StoreError;
+use toolnexus::wasm::FILE_STORE_COMPONENT;
+use toolnexus::wasm::WasmTaskStore;
+use toolnexus::{FileTaskStore, InMemoryTaskStore, TaskStore, resolve_store};
 use toolnexus_conformance::{state, task};
 
 fn is<T: 'static>(store: &Arc<dyn TaskStore>) -> bool {

@@ -2,7 +2,8 @@
 //! `tracing` log. (Its own test binary: it installs a global subscriber.)
 
 use std::sync::{Arc, Mutex};
-use toolnexus::{CacheDir, ComponentSource, TaskStore, WasmTaskStore};
+use toolnexus::TaskStore;
+use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
 use toolnexus_conformance::HOSTILE_COMPONENT;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

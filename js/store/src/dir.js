@@ -1,5 +1,5 @@
 // A directory of Task files over `wasi:filesystem`: atomic writes, verified reads, crash
-// clean-up. The JavaScript twin of `format/src/dir.rs`; see docs/on-disk-format.md.
+// clean-up. The JavaScript twin of `crates/format/src/dir.rs`; see docs/on-disk-format.md.
 //
 // Every Task lives in the preopened directory, never in this instance's memory: the host runs
 // several instances of the component at once, and other processes may share the directory.

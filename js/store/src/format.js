@@ -2,7 +2,7 @@
 //
 // Everything here is pure: no WASI, no Node APIs beyond TextEncoder/TextDecoder, so the same
 // module runs inside the component (StarlingMonkey) and under `node --test` (test/format.test.mjs).
-// It mirrors the Rust reference implementation in `format/src/{id,task,query}.rs` rule for rule.
+// It mirrors the Rust reference implementation in `crates/format/src/{id,task,query,state}.rs` rule for rule.
 
 /** The extension of every Task file. */
 export const EXTENSION = '.json';
@@ -174,10 +174,14 @@ export function parseTask(text) {
   return { task, id };
 }
 
-/** A Task state in one spelling: `TASK_STATE_INPUT_REQUIRED` and `input-required` agree. */
+/**
+ * A Task state in one spelling: `TASK_STATE_INPUT_REQUIRED` and `input-required` agree, and so do
+ * `canceled`, `cancelled` and `TASK_STATE_CANCELLED` (the rules of `crates/format/src/state.rs`).
+ */
 export function normalizeState(state) {
   const bare = state.startsWith('TASK_STATE_') ? state.slice('TASK_STATE_'.length) : state;
-  return bare.replace(/[A-Z]/g, (c) => c.toLowerCase()).replace(/_/g, '-');
+  const folded = bare.replace(/[A-Z]/g, (c) => c.toLowerCase()).replace(/_/g, '-');
+  return folded === 'cancelled' ? 'canceled' : folded;
 }
 
 function isObject(value) {

@@ -6,7 +6,8 @@
 
 use std::path::PathBuf;
 use std::time::Instant;
-use toolnexus::{CacheDir, CacheOutcome, ComponentSource, TaskStore, WasmTaskStore};
+use toolnexus::TaskStore;
+use toolnexus::wasm::{CacheDir, CacheOutcome, ComponentSource, WasmTaskStore};
 
 #[tokio::main]
 async fn main() {

@@ -1,0 +1,109 @@
+//! [`FileTaskStore`]: one JSON file per Task in a directory, written atomically.
+
+use crate::error::StoreError;
+use crate::store::{ListQuery, TaskPage, TaskStore, check_id};
+use crate::task::Task;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use toolnexus_format::dir::STALE_TEMP_AGE;
+use toolnexus_format::{DirStore, Durability};
+
+/// Tasks as `<encoded-id>.json` files in one directory: they survive a restart, and a fresh
+/// store over the same directory (in this process or another) sees the latest save.
+///
+/// Writes go to a unique temp file that is flushed and then renamed over the Task's file, so a
+/// concurrent reader sees the old Task or the new one, never half of one. The format, shared
+/// byte for byte with the file-store component, is specified in `docs/on-disk-format.md`.
+#[derive(Debug, Clone)]
+pub struct FileTaskStore {
+    dir: Arc<DirStore>,
+}
+
+impl FileTaskStore {
+    /// A store over `dir`, created if missing, with full durability. Temp files left by
+    /// writers that crashed (older than an hour) are removed.
+    pub fn new(dir: impl AsRef<Path>) -> Result<Self, StoreError> {
+        Self::with_durability(dir, Durability::Full)
+    }
+
+    /// Like [`FileTaskStore::new`], choosing how hard saves work to survive power loss.
+    pub fn with_durability(
+        dir: impl AsRef<Path>,
+        durability: Durability,
+    ) -> Result<Self, StoreError> {
+        let dir = dir.as_ref();
+        std::fs::create_dir_all(dir)
+            .map_err(|e| StoreError::io(format!("cannot create directory {}", dir.display()), e))?;
+        let store = DirStore::new(dir, durability);
+        store.sweep_temp_files(STALE_TEMP_AGE)?;
+        Ok(FileTaskStore {
+            dir: Arc::new(store),
+        })
+    }
+
+    /// The directory holding the Task files.
+    pub fn dir(&self) -> &Path {
+        self.dir.root()
+    }
+
+    /// The file that holds (or would hold) the Task with this id.
+    pub fn path_of(&self, id: &str) -> Result<PathBuf, StoreError> {
+        check_id(id)?;
+        Ok(self.dir.path_of(id)?)
+    }
+
+    async fn blocking<T: Send + 'static>(
+        &self,
+        op: impl FnOnce(&DirStore) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let dir = Arc::clone(&self.dir);
+        tokio::task::spawn_blocking(move || op(&dir))
+            .await
+            .map_err(|e| StoreError::io("file store worker stopped", std::io::Error::other(e)))?
+    }
+}
+
+#[async_trait::async_trait]
+impl TaskStore for FileTaskStore {
+    async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+        check_id(id)?;
+        let id = id.to_owned();
+        self.blocking(move |dir| {
+            let text = dir.get_text(&id)?;
+            Ok(text.map(|text| Task::from_checked_text(id, text)))
+        })
+        .await
+    }
+
+    async fn save(&self, task: &Task) -> Result<(), StoreError> {
+        let task = task.clone();
+        self.blocking(move |dir| Ok(dir.save_checked(task.id(), task.as_json())?))
+            .await
+    }
+
+    async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        let query = query.clone();
+        self.blocking(move |dir| {
+            let (texts, next_page_token) = dir.list_texts(&query)?;
+            let tasks = texts
+                .into_iter()
+                .map(|(id, text)| Task::from_checked_text(id, text))
+                .collect();
+            Ok(TaskPage {
+                tasks,
+                next_page_token,
+            })
+        })
+        .await
+    }
+
+    async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        check_id(id)?;
+        let id = id.to_owned();
+        self.blocking(move |dir| Ok(dir.delete(&id)?)).await
+    }
+
+    fn describe(&self) -> String {
+        format!("file:{}", self.dir().display())
+    }
+}

@@ -1,0 +1,28 @@
+//! The toolnexus on-disk Task format, written once and shared by every file-backed store.
+//!
+//! Both the native `FileTaskStore` (in `toolnexus-core`) and the file-store WebAssembly
+//! component (`components/file-store/`) are thin adapters over [`DirStore`], so the two produce
+//! byte-for-byte the same directory. The format itself is specified in `docs/on-disk-format.md`; this crate
+//! is its reference implementation:
+//!
+//! - [`id`]: the injective, path-safe mapping from a Task id to a file name;
+//! - [`task`]: what counts as a Task (a JSON object with a non-empty string `id`);
+//! - [`state`]: the A2A task states in every protocol version's spelling, and which are terminal;
+//! - [`query`]: list filters and paging;
+//! - [`dir`]: atomic writes (unique temp file, flush, rename, directory sync), verified reads,
+//!   and the clean-up of temp files left behind by a crash.
+//!
+//! It has no async runtime and no host-only dependency, so the components use it too (the
+//! lifecycle guard asks [`state`]). It is synchronous `std::fs` code on purpose: natively it runs on a blocking thread, inside a
+//! component it runs against the one directory the host preopened.
+
+pub mod dir;
+pub mod id;
+pub mod query;
+pub mod state;
+pub mod task;
+
+pub use dir::{DirError, DirStore, Durability};
+pub use id::{IdError, decode_file_name, encode_id};
+pub use query::ListQuery;
+pub use task::{TaskError, parse_task, task_id};

@@ -1,0 +1,251 @@
+//! `tnstore`: save and read A2A Tasks through any toolnexus store from a shell.
+//!
+//! Exit codes: 0 success; 1 no Task with that id; 2 bad input or usage (invalid Task JSON,
+//! invalid id, unknown or malformed selector, refused database credentials); 3 the store failed
+//! (I/O, corrupt data, a failing component, an unreachable database server).
+
+use clap::{Parser, Subcommand};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolnexus::wasm::FILE_STORE_COMPONENT;
+use toolnexus::{Blame, ListQuery, StoreError, Task, resolve_store};
+
+/// The store used when neither --store nor TNSTORE_STORE is given: the built-in file-store
+/// component over `.toolnexus/tasks` in the current directory.
+const DEFAULT_STORE: &str = "wasm:builtin?dir=.toolnexus/tasks";
+
+#[derive(Parser)]
+#[command(
+    name = "tnstore",
+    version,
+    about = "Save and read A2A Tasks through a toolnexus task store"
+)]
+struct Cli {
+    /// Store selector: memory, file:<dir>, wasm:<component>[?dir=<dir>] (wasm:builtin is the
+    /// embedded file-store component), postgres://<user>:<password>@<host>/<db>[?table=<name>].
+    #[arg(long, global = true, env = "TNSTORE_STORE", default_value = DEFAULT_STORE)]
+    store: String,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Save (upsert) a Task given as JSON, from FILE or standard input (`-` or nothing).
+    Save {
+        /// File holding the Task JSON; `-` or nothing reads standard input.
+        file: Option<PathBuf>,
+    },
+    /// Print the Task with this id as JSON; exit 1 if there is none.
+    Get {
+        /// The Task id.
+        id: String,
+    },
+    /// List Tasks as a JSON page `{"tasks": [...], "nextPageToken": ...}`, in id order.
+    List {
+        /// Only Tasks with this contextId.
+        #[arg(long)]
+        context_id: Option<String>,
+        /// Only Tasks in this state (e.g. completed or TASK_STATE_COMPLETED).
+        #[arg(long)]
+        state: Option<String>,
+        /// At most this many Tasks (default 50, at most 1000).
+        #[arg(long, default_value_t = 0)]
+        page_size: usize,
+        /// Continue after the page that returned this token.
+        #[arg(long)]
+        page_token: Option<String>,
+    },
+    /// Delete the Task with this id; exit 1 if there is none.
+    Delete {
+        /// The Task id.
+        id: String,
+    },
+    /// Serve A2A (agent card and JSON-RPC) over HTTP, every Task in the store. Prints
+    /// `listening on http://ADDR/` once ready; runs until interrupted.
+    Serve {
+        /// Address to listen on (port 0 picks a free one).
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: String,
+        /// How long the built-in echo agent works on each Task, in milliseconds.
+        #[arg(long, default_value_t = 0)]
+        echo_delay_ms: u64,
+    },
+    /// Write the embedded file-store component to a file, for `--store wasm:<file>`.
+    Component {
+        /// Where to write the component (e.g. ./store.wasm).
+        #[arg(long, short)]
+        out: PathBuf,
+    },
+}
+
+enum Failure {
+    NotFound(String),
+    Usage(String),
+    Store(String),
+}
+
+impl From<StoreError> for Failure {
+    fn from(err: StoreError) -> Self {
+        match err.blame() {
+            Blame::Caller => Failure::Usage(err.to_string()),
+            Blame::Store | Blame::Environment => Failure::Store(err.to_string()),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("tnstore: cannot start the async runtime: {e}");
+            return ExitCode::from(3);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::NotFound(msg)) => {
+            eprintln!("tnstore: {msg}");
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(msg)) => {
+            eprintln!("tnstore: {msg}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Store(msg)) => {
+            eprintln!("tnstore: {msg}");
+            ExitCode::from(3)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Component { out } => {
+            std::fs::write(&out, FILE_STORE_COMPONENT)
+                .map_err(|e| Failure::Store(format!("cannot write {}: {e}", out.display())))?;
+            eprintln!(
+                "tnstore: wrote the file-store component to {}",
+                out.display()
+            );
+            Ok(())
+        }
+        Command::Save { file } => {
+            let text = read_input(file)?;
+            let task = Task::from_json(&text)?;
+            let store = open(cli.store).await?;
+            store.save(&task).await?;
+            eprintln!("tnstore: saved {:?}", task.id());
+            Ok(())
+        }
+        Command::List {
+            context_id,
+            state,
+            page_size,
+            page_token,
+        } => {
+            let store = open(cli.store).await?;
+            let query = ListQuery {
+                context_id,
+                state,
+                page_size,
+                page_token,
+            };
+            let page = store.list(&query).await?;
+            let tasks: Vec<&serde_json::Map<String, serde_json::Value>> =
+                page.tasks.iter().map(Task::as_map).collect();
+            let out = serde_json::json!({"tasks": tasks, "nextPageToken": page.next_page_token});
+            writeln!(std::io::stdout().lock(), "{out}")
+                .map_err(|e| Failure::Store(format!("cannot write output: {e}")))
+        }
+        Command::Delete { id } => {
+            let store = open(cli.store).await?;
+            if store.delete(&id).await? {
+                eprintln!("tnstore: deleted {id:?}");
+                Ok(())
+            } else {
+                Err(Failure::NotFound(format!(
+                    "no task with id {id:?} in {}",
+                    store.describe()
+                )))
+            }
+        }
+        Command::Serve {
+            addr,
+            echo_delay_ms,
+        } => {
+            let store = open(cli.store).await?;
+            let listener = tokio::net::TcpListener::bind(&addr)
+                .await
+                .map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| Failure::Store(e.to_string()))?;
+            let config = toolnexus_a2a::ServerConfig {
+                agent: std::sync::Arc::new(toolnexus_a2a::EchoAgent {
+                    delay: std::time::Duration::from_millis(echo_delay_ms),
+                }),
+                ..Default::default()
+            };
+            {
+                let mut out = std::io::stdout().lock();
+                writeln!(
+                    out,
+                    "listening on http://{local}/ with {}",
+                    store.describe()
+                )
+                .and_then(|()| out.flush())
+                .map_err(|e| Failure::Store(format!("cannot write output: {e}")))?;
+            }
+            tokio::select! {
+                served = toolnexus_a2a::serve(listener, store, config) => {
+                    served.map_err(|e| Failure::Store(format!("server failed: {e}")))
+                }
+                _ = tokio::signal::ctrl_c() => Ok(()),
+            }
+        }
+        Command::Get { id } => {
+            let store = open(cli.store).await?;
+            match store.get(&id).await? {
+                Some(task) => {
+                    let mut out = std::io::stdout().lock();
+                    writeln!(out, "{task}")
+                        .map_err(|e| Failure::Store(format!("cannot write output: {e}")))
+                }
+                None => Err(Failure::NotFound(format!(
+                    "no task with id {id:?} in {}",
+                    store.describe()
+                ))),
+            }
+        }
+    }
+}
+
+async fn open(selector: String) -> Result<std::sync::Arc<dyn toolnexus::TaskStore>, Failure> {
+    tokio::task::spawn_blocking(move || resolve_store(selector))
+        .await
+        .map_err(|e| Failure::Store(format!("opening the store failed: {e}")))?
+        .map_err(Failure::from)
+}
+
+fn read_input(file: Option<PathBuf>) -> Result<String, Failure> {
+    let mut text = String::new();
+    match file {
+        Some(path) if path.as_os_str() != "-" => {
+            text = std::fs::read_to_string(&path)
+                .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", path.display())))?;
+        }
+        _ => {
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| Failure::Usage(format!("cannot read standard input: {e}")))?;
+        }
+    }
+    Ok(text)
+}

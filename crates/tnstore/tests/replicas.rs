@@ -1,0 +1,141 @@
+//! Two `tnstore serve` processes — two replicas of a runtime — on different ports over the same
+//! PostgreSQL table: a Task created through one is read, cancelled and listed through the other.
+//!
+//! The server is `TOOLNEXUS_TEST_POSTGRES_URL` or a throwaway cluster (`tests/src/pg.rs`);
+//! without either the test skips, unless `TOOLNEXUS_REQUIRE_POSTGRES=1`.
+
+use serde_json::{Value, json};
+use std::process::Child;
+use std::time::Duration;
+use toolnexus_conformance::pg::{self, TableGuard};
+
+mod common;
+
+/// One replica: `tnstore serve` on a port of its own; killed when dropped.
+struct Replica {
+    child: Child,
+    url: String,
+}
+
+impl Replica {
+    fn start(selector: &str, echo_delay_ms: u64) -> Replica {
+        let delay = echo_delay_ms.to_string();
+        let serving = common::serve(&["--store", selector], &["--echo-delay-ms", &delay], |_| {});
+        assert!(
+            !serving.banner.contains(pg::PASSWORD),
+            "the password is printed: {}",
+            serving.banner
+        );
+        Replica {
+            child: serving.child,
+            url: serving.url,
+        }
+    }
+
+    async fn call(&self, method: &str, params: Value) -> Value {
+        common::call(&reqwest::Client::new(), &self.url, method, params).await
+    }
+
+    /// Polls GetTask until the Task is in `state` (the other replica's agent works in the
+    /// background); panics if it never gets there.
+    async fn wait_for(&self, id: &str, state: &str) -> Value {
+        let mut last = Value::Null;
+        for _ in 0..1000 {
+            last = self.call("GetTask", json!({"id": id})).await;
+            if last["result"]["status"]["state"] == state {
+                return last["result"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("{id} never reached {state}: {last}");
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn send(text: &str, context: &str) -> Value {
+    json!({"message": {"role": "user", "contextId": context,
+        "parts": [{"kind": "text", "text": text}]}})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_task_created_on_one_replica_is_read_cancelled_and_listed_on_the_other() {
+    let Some(server) = pg::server() else { return };
+    let table = pg::unique_table("replicas");
+    let _guard = TableGuard::new(&server, &table);
+    let selector = server.selector(&format!("table={table}"));
+    // A's agent thinks for a minute, so its Tasks stay `working` until cancelled; B's answers
+    // at once.
+    let a = Replica::start(&selector, 60_000);
+    let b = Replica::start(&selector, 0);
+    assert_ne!(a.url, b.url);
+
+    // Created through A, read through B (once A's agent has it working).
+    let sent = a.call("SendMessage", send("slow", "ctx-replicas")).await;
+    let id = sent["result"]["id"]
+        .as_str()
+        .expect("acknowledged")
+        .to_owned();
+    assert_eq!(sent["result"]["status"]["state"], "submitted");
+    let seen = b.wait_for(&id, "working").await;
+    assert_eq!(seen["history"][0]["parts"][0]["text"], "slow");
+
+    // Cancelled through B; A sees it cancelled.
+    let cancelled = b.call("CancelTask", json!({"id": id})).await;
+    assert_eq!(
+        cancelled["result"]["status"]["state"], "canceled",
+        "{cancelled}"
+    );
+    let on_a = a.call("GetTask", json!({"id": id})).await;
+    assert_eq!(on_a["result"]["status"]["state"], "canceled", "{on_a}");
+    let again = a.call("CancelTask", json!({"id": id})).await;
+    assert_eq!(again["error"]["code"], -32002, "already cancelled: {again}");
+
+    // The other way round: created and completed through B, read through A.
+    let sent = b.call("SendMessage", send("fast", "ctx-replicas")).await;
+    let fast = sent["result"]["id"]
+        .as_str()
+        .expect("acknowledged")
+        .to_owned();
+    let done = a.wait_for(&fast, "completed").await;
+    assert_eq!(done["artifacts"][0]["parts"][0]["text"], "fast");
+
+    // Listed through either, with filters, in id order.
+    let mut want = vec![id.clone(), fast.clone()];
+    want.sort();
+    for replica in [&a, &b] {
+        let listed = replica
+            .call(
+                "ListTasks",
+                json!({"contextId": "ctx-replicas", "pageSize": 10}),
+            )
+            .await;
+        let ids: Vec<&str> = listed["result"]["tasks"]
+            .as_array()
+            .expect("a page")
+            .iter()
+            .map(|t| t["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, want, "{listed}");
+        let cancelled = replica
+            .call("ListTasks", json!({"status": "TASK_STATE_CANCELED"}))
+            .await;
+        assert_eq!(
+            cancelled["result"]["tasks"][0]["id"],
+            id.as_str(),
+            "{cancelled}"
+        );
+        assert_eq!(cancelled["result"]["tasks"].as_array().unwrap().len(), 1);
+    }
+
+    // Deleted through A, gone for B.
+    let deleted = a.call("DeleteTask", json!({"id": fast})).await;
+    assert_eq!(deleted["result"]["deleted"], true, "{deleted}");
+    let gone = b.call("GetTask", json!({"id": fast})).await;
+    assert_eq!(gone["error"]["code"], -32001, "{gone}");
+}

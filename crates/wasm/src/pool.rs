@@ -1,0 +1,258 @@
+//! The instance pool: each call takes an idle instance (or instantiates a fresh one with its
+//! own WASI context and limits), arms its deadline, and gives it back afterwards, unless it
+//! trapped or hit a limit, in which case it is dropped and never reused. At most
+//! `max_instances` exist at once (the semaphore in [`Inner`]).
+
+use crate::bindings::exports::toolnexus::task_store::catalog::{
+    Guest as CatalogApi, GuestIndices as CatalogIndices,
+};
+use crate::bindings::exports::toolnexus::task_store::config::GuestIndices as ConfigIndices;
+use crate::bindings::exports::toolnexus::task_store::store::{
+    Guest as StoreApi, GuestIndices as StoreIndices, StoreError as WitError,
+};
+use crate::{EPOCH_TICK, Limits, stderr_log};
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use toolnexus_core::{Limit, StoreError};
+use wasmtime::component::{InstancePre, ResourceTable};
+use wasmtime::{ResourceLimiter, Store, Trap};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+pub(crate) struct Inner {
+    pub(crate) name: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) pre: InstancePre<Host>,
+    pub(crate) store_api: StoreIndices,
+    pub(crate) config: Option<ConfigIndices>,
+    pub(crate) catalog: Option<CatalogIndices>,
+    pub(crate) settings: Vec<(String, String)>,
+    pub(crate) read_only: bool,
+    pub(crate) forward_stderr: bool,
+    pub(crate) limits: Limits,
+    pub(crate) idle: Mutex<Vec<Instance>>,
+    pub(crate) permits: Semaphore,
+}
+
+pub(crate) struct Instance {
+    pub(crate) store: Store<Host>,
+    pub(crate) api: StoreApi,
+    pub(crate) catalog: Option<CatalogApi>,
+}
+
+impl Instance {
+    /// Resets the per-call deadline and the memory-limit flag before a call.
+    pub(crate) fn arm(&mut self, limits: &Limits) {
+        self.store.data_mut().limiter.hit = false;
+        self.store
+            .set_epoch_deadline(deadline_ticks(limits.timeout));
+    }
+}
+
+/// Per-instance host state: the WASI context with its single preopen, and the memory limiter.
+pub(crate) struct Host {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+}
+
+impl WasiView for Host {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// Refuses memory growth past the cap and remembers that it did, so a trap that follows can be
+/// reported as the limit it is.
+pub(crate) struct MemoryLimiter {
+    pub(crate) memory_bytes: usize,
+    pub(crate) hit: bool,
+}
+
+impl ResourceLimiter for MemoryLimiter {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        if desired > self.memory_bytes {
+            self.hit = true;
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+}
+
+pub(crate) fn deadline_ticks(timeout: Duration) -> u64 {
+    (timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64).max(1) + 1
+}
+
+impl Inner {
+    pub(crate) fn instantiate(&self) -> Result<Instance, StoreError> {
+        let mut wasi = WasiCtxBuilder::new();
+        // Calls already run on a blocking thread: let file I/O happen right there instead of
+        // bouncing every syscall through another thread. Must precede `preopened_dir`.
+        wasi.allow_blocking_current_thread(true);
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
+        if self.forward_stderr {
+            wasi.stderr(stderr_log::LogStderr::new(&self.name));
+        }
+        let perms = if self.read_only {
+            FsPerms::ReadOnly
+        } else {
+            FsPerms::ReadWrite
+        };
+        wasi.preopened_dir(&self.dir, "/", perms).map_err(|e| {
+            StoreError::io(
+                format!(
+                    "cannot open directory {} for {}",
+                    self.dir.display(),
+                    self.name
+                ),
+                std::io::Error::other(format!("{e:#}")),
+            )
+        })?;
+        let host = Host {
+            wasi: wasi.build(),
+            table: ResourceTable::new(),
+            limiter: MemoryLimiter {
+                memory_bytes: self.limits.memory_bytes,
+                hit: false,
+            },
+        };
+        let mut store = Store::new(self.pre.engine(), host);
+        store.limiter(|host| &mut host.limiter);
+        store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
+        match self.setup(&mut store) {
+            Ok(Ok((api, catalog))) => Ok(Instance {
+                store,
+                api,
+                catalog,
+            }),
+            Ok(Err(refused)) => {
+                Err(self.component_error(format!("refused its settings: {refused}")))
+            }
+            Err(e) => {
+                let limit = self.classify_trap(&store, &e);
+                Err(limit.unwrap_or_else(|| {
+                    self.component_error(format!("instantiation failed: {e:#}"))
+                }))
+            }
+        }
+    }
+
+    /// Instantiates and, if the component exports `config`, configures it. The inner `Err` is
+    /// the component refusing its settings.
+    pub(crate) fn setup(
+        &self,
+        store: &mut Store<Host>,
+    ) -> wasmtime::Result<Result<(StoreApi, Option<CatalogApi>), String>> {
+        let instance = self.pre.instantiate(&mut *store)?;
+        let api = self.store_api.load(&mut *store, &instance)?;
+        if let Some(config) = &self.config {
+            let config = config.load(&mut *store, &instance)?;
+            if let Err(refused) = config.call_configure(&mut *store, &self.settings)? {
+                return Ok(Err(refused));
+            }
+        }
+        let catalog = match &self.catalog {
+            Some(indices) => Some(indices.load(&mut *store, &instance)?),
+            None => None,
+        };
+        Ok(Ok((api, catalog)))
+    }
+
+    pub(crate) fn take_idle(&self) -> Option<Instance> {
+        self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
+    }
+
+    pub(crate) fn release(&self, instance: Instance) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(instance);
+    }
+
+    pub(crate) fn component_error(&self, reason: String) -> StoreError {
+        StoreError::Component {
+            component: self.name.clone(),
+            reason,
+        }
+    }
+
+    pub(crate) fn limit_error(&self, limit: Limit) -> StoreError {
+        StoreError::LimitExceeded {
+            component: self.name.clone(),
+            limit,
+        }
+    }
+
+    /// A trap caused by a limit, as that limit.
+    pub(crate) fn classify_trap(
+        &self,
+        store: &Store<Host>,
+        err: &wasmtime::Error,
+    ) -> Option<StoreError> {
+        if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            return Some(self.limit_error(Limit::Timeout(self.limits.timeout)));
+        }
+        if store.data().limiter.hit {
+            return Some(self.limit_error(Limit::Memory(self.limits.memory_bytes)));
+        }
+        None
+    }
+
+    pub(crate) fn trap_error(&self, instance: &Instance, err: wasmtime::Error) -> StoreError {
+        self.classify_trap(&instance.store, &err)
+            .unwrap_or_else(|| self.component_error(format!("trapped: {err:#}")))
+    }
+
+    pub(crate) fn wit_error(&self, err: WitError) -> StoreError {
+        match err {
+            // The host checked the input before the call, so a refusal is the component's own
+            // rule (a policy such as lifecycle-guard's), not malformed input.
+            WitError::InvalidInput(msg) => StoreError::Rejected {
+                store: format!("store component {}", self.name),
+                reason: msg,
+            },
+            WitError::Corrupt(msg) => StoreError::Corrupt {
+                location: format!("{} (store component {})", self.dir.display(), self.name),
+                reason: msg,
+            },
+            WitError::Io(msg) => StoreError::io(
+                format!("store component {} over {}", self.name, self.dir.display()),
+                std::io::Error::other(msg),
+            ),
+            WitError::Other(msg) => self.component_error(msg),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn deadlines_round_up_to_whole_ticks() {
+        assert_eq!(deadline_ticks(Duration::from_millis(1)), 2);
+        assert_eq!(deadline_ticks(Duration::from_millis(10)), 2);
+        assert_eq!(deadline_ticks(Duration::from_millis(11)), 3);
+        assert_eq!(deadline_ticks(Duration::from_secs(5)), 501);
+    }
+}

@@ -1,0 +1,98 @@
+//! The `wasm:` selector: `wasm:<component>[?<option>=<value>&…]`, parsed into a
+//! [`WasmTaskStoreBuilder`]. The `toolnexus` crate's `resolve_store` hands every `wasm:`
+//! selector here; this backend alone knows its options.
+
+use crate::{CacheDir, ComponentSource, WasmTaskStore, WasmTaskStoreBuilder};
+use std::path::PathBuf;
+use toolnexus_core::options::{parse_bool, parse_duration, parse_query, parse_size};
+use toolnexus_core::{Durability, StoreError};
+
+/// The component path that names the file-store component embedded in this crate.
+pub const BUILTIN_COMPONENT: &str = "builtin";
+
+/// The options a `wasm:` selector accepts after `?`.
+pub const WASM_OPTIONS: &[&str] = &[
+    "dir",
+    "readonly",
+    "memory",
+    "timeout",
+    "max-task",
+    "instances",
+    "durability",
+    "stderr",
+    "cache",
+];
+
+/// The builder a `wasm:` selector describes, not yet built (nothing is read or compiled here):
+/// `wasm:<path>` or `wasm:builtin`, then options ([`WASM_OPTIONS`]): `dir=<dir>`,
+/// `readonly=true`, `memory=64MiB`, `timeout=5s`, `max-task=16MiB`, `instances=8`,
+/// `durability=full|relaxed`, `stderr=log|off`, `cache=<dir>|off`. Option values are
+/// percent-decoded. Anything else is a [`StoreError::InvalidSelector`] naming what is wrong.
+pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, StoreError> {
+    let invalid = |reason: &str| StoreError::InvalidSelector {
+        selector: selector.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let rest = selector
+        .strip_prefix("wasm:")
+        .ok_or_else(|| invalid("a wasm selector starts with \"wasm:\""))?;
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() {
+        return Err(invalid(
+            "no component after \"wasm:\" (a path, or \"builtin\")",
+        ));
+    }
+    let source = if path == BUILTIN_COMPONENT {
+        ComponentSource::BuiltinFileStore
+    } else {
+        ComponentSource::File(PathBuf::from(path))
+    };
+    let mut builder = WasmTaskStore::builder(source);
+    for (key, value) in parse_query(query).map_err(|e| invalid(&e))? {
+        let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
+        builder = match key.as_str() {
+            "dir" if value.is_empty() => return Err(invalid("empty \"dir\"")),
+            "dir" => builder.dir(value),
+            "instances" => builder.max_instances(
+                value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad("a positive integer"))?,
+            ),
+            "memory" => {
+                builder.memory_limit(parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))?)
+            }
+            "max-task" => {
+                builder.max_task_size(parse_size(&value).ok_or_else(|| bad("a size like 16MiB"))?)
+            }
+            "timeout" => builder
+                .timeout(parse_duration(&value).ok_or_else(|| bad("a duration like 5s or 250ms"))?),
+            "readonly" => {
+                builder.read_only(parse_bool(&value).ok_or_else(|| bad("true or false"))?)
+            }
+            "durability" => match value.as_str() {
+                "full" => builder.durability(Durability::Full),
+                "relaxed" => builder.durability(Durability::Relaxed),
+                _ => return Err(bad("full or relaxed")),
+            },
+            "stderr" => match value.as_str() {
+                "log" => builder.forward_stderr(true),
+                "off" => builder.forward_stderr(false),
+                _ => return Err(bad("log or off")),
+            },
+            "cache" => match value.as_str() {
+                "" => return Err(bad("a directory or off")),
+                "off" => builder.cache(CacheDir::Off),
+                dir => builder.cache(CacheDir::At(PathBuf::from(dir))),
+            },
+            other => {
+                return Err(invalid(&format!(
+                    "unknown option {other:?} (known: {})",
+                    WASM_OPTIONS.join(", ")
+                )));
+            }
+        };
+    }
+    Ok(builder)
+}

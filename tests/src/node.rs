@@ -1,0 +1,308 @@
+//! The JavaScript side of toolnexus, built and ready for Rust code to drive: the harness behind
+//! `tests/js_store.rs` and the `tn-js-figures` benchmark (`bench/src/js_figures.rs`).
+//!
+//! [`Js::build`] (or, shared by every test of a process, [`js`]) needs Node.js
+//! [`MIN_NODE_MAJOR`]+ and npm on `PATH`. It installs `js/node_modules` with `npm ci` (only when
+//! missing or older than `js/package-lock.json`) and builds, under `<target>/js/`:
+//!
+//! - `store/toolnexus-js-store.wasm`: the JavaScript store component (`js/store/`,
+//!   componentize-js);
+//! - `node-host/file-store/` and `node-host/js-store/`: the Rust file store and that JavaScript
+//!   component transpiled by jco, for the Node.js program `js/node-host/main.mjs`;
+//! - `component-cache/`: the compiled form of the JavaScript component (remove it to measure a
+//!   cold compile again).
+//!
+//! The build scripts skip work whose inputs did not change, and one process at a time builds
+//! (a lock file in `<target>/js/`), so concurrent test binaries and `cargo` runs are safe.
+//!
+//! Skip or fail: without Node.js or npm, [`js`] prints a skip message and returns `None`, so the
+//! JavaScript tests pass vacuously on a machine without them — unless [`REQUIRE_NODE`]
+//! (`TOOLNEXUS_REQUIRE_NODE=1`, set in CI) is set, which makes their absence a failure. A failed
+//! build is always a failure.
+
+use std::fs;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use toolnexus::Task;
+use toolnexus::wasm::{CacheDir, ComponentSource, LoadReport, WasmTaskStore};
+
+/// Set to `1` to make a missing Node.js or npm a test failure instead of a skip.
+pub const REQUIRE_NODE: &str = "TOOLNEXUS_REQUIRE_NODE";
+/// The oldest Node.js major version the JavaScript side supports.
+pub const MIN_NODE_MAJOR: u32 = 20;
+
+/// Everything the JavaScript side built.
+#[derive(Debug)]
+pub struct Js {
+    /// The `node` executable.
+    pub node: PathBuf,
+    /// The repository's `js/` directory (sources, `package.json`, `node_modules`).
+    pub js_dir: PathBuf,
+    /// The JavaScript store component.
+    pub store_wasm: PathBuf,
+    /// jco's transpiled Rust file store, for `js/node-host/main.mjs`.
+    pub node_bindings: PathBuf,
+    /// jco's transpiled JavaScript store component, for the same program.
+    pub js_store_bindings: PathBuf,
+    /// The compiled-component cache (`<target>/js/component-cache`).
+    pub cache: PathBuf,
+    /// How this process first got the compiled JavaScript component: compiled (cold cache) or
+    /// loaded from the cache.
+    pub first_load: LoadReport,
+}
+
+/// `Ok(None)` when Node.js is missing and not required; `Err` when setting up failed.
+static JS: OnceLock<Result<Option<Js>, String>> = OnceLock::new();
+
+/// The built JavaScript side, shared by every caller in this process, or `None` (after a skip
+/// message on stderr) if Node.js or npm is missing and [`REQUIRE_NODE`] is not `1`.
+///
+/// # Panics
+///
+/// If the build fails, or Node.js or npm is missing while [`REQUIRE_NODE`] is `1`.
+pub fn js() -> Option<&'static Js> {
+    match JS.get_or_init(set_up) {
+        Ok(js) => js.as_ref(),
+        Err(e) => panic!("setting up the JavaScript tests failed:\n{e}"),
+    }
+}
+
+fn set_up() -> Result<Option<Js>, String> {
+    let required = std::env::var(REQUIRE_NODE).is_ok_and(|v| v == "1");
+    let (node, npm) = match find_node_and_npm() {
+        Ok(tools) => tools,
+        Err(why) if required => {
+            return Err(format!(
+                "{why}, and {REQUIRE_NODE}=1 requires the JavaScript tests to run: \
+                 install Node.js {MIN_NODE_MAJOR}+ with npm"
+            ));
+        }
+        Err(why) => {
+            // Straight to stderr, past the test harness's capture, so a skip is never silent.
+            let _ = writeln!(
+                std::io::stderr(),
+                "skipping the JavaScript tests: {why}; install Node.js {MIN_NODE_MAJOR}+ (with \
+                 npm) to run them (set {REQUIRE_NODE}=1 to make this a failure)"
+            );
+            return Ok(None);
+        }
+    };
+    Js::build(node, npm).map(Some)
+}
+
+/// `node` (version [`MIN_NODE_MAJOR`] or later) and `npm` on `PATH`, or why not.
+pub fn find_node_and_npm() -> Result<(PathBuf, PathBuf), String> {
+    let node = find_tool("node")?;
+    check_node_version(&node)?;
+    Ok((node, find_tool("npm")?))
+}
+
+impl Js {
+    /// Installs `js/node_modules` if stale, builds the JavaScript artifacts under `<target>/js/`
+    /// and loads the JavaScript store component once (compiling it, or reading its compiled
+    /// form from the cache), so callers after this find it compiled.
+    pub fn build(node: PathBuf, npm: PathBuf) -> Result<Js, String> {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("tests/ is inside the repository")
+            .to_path_buf();
+        let js_dir = repo.join("js");
+        let out = target_dir(&repo).join("js");
+        fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+
+        // One builder at a time across processes (two test binaries, two `cargo` runs).
+        let lock = fs::File::create(out.join(".build.lock"))
+            .and_then(|f| f.lock().map(|()| f))
+            .map_err(|e| format!("cannot lock {}: {e}", out.display()))?;
+        npm_ci_if_stale(&npm, &js_dir)?;
+        let store_wasm = out.join("store/toolnexus-js-store.wasm");
+        run(Command::new(&node)
+            .current_dir(&js_dir)
+            .arg("store/build.mjs")
+            .arg("--out")
+            .arg(&store_wasm))?;
+        let rust_component = out.join("file-store.wasm");
+        if fs::read(&rust_component).ok().as_deref() != Some(toolnexus::wasm::FILE_STORE_COMPONENT)
+        {
+            fs::write(&rust_component, toolnexus::wasm::FILE_STORE_COMPONENT)
+                .map_err(|e| format!("cannot write {}: {e}", rust_component.display()))?;
+        }
+        let node_bindings = out.join("node-host/file-store");
+        let js_store_bindings = out.join("node-host/js-store");
+        for (component, bindings) in [
+            (&rust_component, &node_bindings),
+            (&store_wasm, &js_store_bindings),
+        ] {
+            run(Command::new(&node)
+                .current_dir(&js_dir)
+                .arg("node-host/build.mjs")
+                .arg("--component")
+                .arg(component)
+                .arg("--out")
+                .arg(bindings))?;
+        }
+        drop(lock);
+
+        // Compile once here, before any test runs: every test after this finds the component
+        // compiled in this process, instead of several compiling 12 MB of JavaScript engine at
+        // once. The compiled form is cached under <target>/js, so later runs load it in a
+        // fraction of a second; remove that directory to measure a cold compile again.
+        let cache = out.join("component-cache");
+        let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let (_, first_load) = WasmTaskStore::builder(ComponentSource::File(store_wasm.clone()))
+            .dir(data.path())
+            .cache(CacheDir::At(cache.clone()))
+            .build_with_report()
+            .map_err(|e| format!("the JavaScript store component does not load: {e}"))?;
+        Ok(Js {
+            node,
+            js_dir,
+            store_wasm,
+            node_bindings,
+            js_store_bindings,
+            cache,
+            first_load,
+        })
+    }
+
+    /// Runs `js/node-host/main.mjs` over `dir` with a transpiled component (`bindings`: one of
+    /// [`Js::node_bindings`], [`Js::js_store_bindings`]) to completion, with `stdin` as its input.
+    pub fn node_program(&self, bindings: &Path, dir: &Path, args: &[&str], stdin: &str) -> Output {
+        let mut child = Command::new(&self.node)
+            .current_dir(&self.js_dir)
+            .arg("node-host/main.mjs")
+            .arg("--bindings")
+            .arg(bindings)
+            .arg("--dir")
+            .arg(dir)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+
+    /// The Node.js program over the transpiled Rust file store; its stdout.
+    ///
+    /// # Panics
+    ///
+    /// If the program fails, with what it said on stderr.
+    pub fn node_host(&self, dir: &Path, args: &[&str], stdin: &str) -> String {
+        let output = self.node_program(&self.node_bindings, dir, args, stdin);
+        assert!(
+            output.status.success(),
+            "node-host/main.mjs {args:?} failed ({}):\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    }
+}
+
+/// Parses the node program's output: one Task, or `null`, per line.
+pub fn parse_lines(out: &str) -> Vec<Option<Task>> {
+    out.lines()
+        .map(|line| (line != "null").then(|| Task::from_json(line).expect("a Task per line")))
+        .collect()
+}
+
+/// The cargo target directory the running executable was built in.
+///
+/// Found by walking up from the executable to the first directory holding `CACHEDIR.TAG`, the
+/// file cargo writes at the root of every target directory (and only there: never in
+/// `<profile>/` or `deps/`). That holds wherever the executable sits below it: a test binary in
+/// `<target>/<profile>/deps/js_store-…`, a binary in `<target>/<profile>/tn-js-figures`, either
+/// under `<target>/<triple>/` when cross-compiling, and a target directory moved by
+/// `CARGO_TARGET_DIR` or `build.target-dir` (which cargo does not pass to what it runs, so the
+/// executable's location is the one reliable source). Only if the executable is not in a target
+/// directory (copied elsewhere) does this fall back to `CARGO_TARGET_DIR` (a relative one taken
+/// from the repository root), then `<repo>/target`.
+pub fn target_dir(repo: &Path) -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| {
+            exe.ancestors()
+                .skip(1)
+                .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+                .map(Path::to_path_buf)
+        })
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .filter(|dir| !dir.is_empty())
+                .map(|dir| repo.join(dir))
+        })
+        .unwrap_or_else(|| repo.join("target"))
+}
+
+/// The first `name` on `PATH`.
+pub fn find_tool(name: &str) -> Result<PathBuf, String> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| format!("{name} not found on PATH"))
+}
+
+/// `Ok` if `node --version` is [`MIN_NODE_MAJOR`] or later.
+pub fn check_node_version(node: &Path) -> Result<(), String> {
+    let output = Command::new(node)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", node.display()))?;
+    let version = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    let major = version
+        .trim_start_matches('v')
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok());
+    match major {
+        Some(major) if major >= MIN_NODE_MAJOR => Ok(()),
+        _ => Err(format!(
+            "Node.js {version:?} at {} is older than {MIN_NODE_MAJOR}",
+            node.display()
+        )),
+    }
+}
+
+/// Runs `npm ci` unless `js/node_modules` was installed from the current lockfile.
+pub fn npm_ci_if_stale(npm: &Path, js_dir: &Path) -> Result<(), String> {
+    let lockfile = js_dir.join("package-lock.json");
+    let stamp = js_dir.join("node_modules/.toolnexus-package-lock.json");
+    let wanted =
+        fs::read(&lockfile).map_err(|e| format!("cannot read {}: {e}", lockfile.display()))?;
+    if fs::read(&stamp).ok() == Some(wanted.clone()) {
+        return Ok(());
+    }
+    run(Command::new(npm)
+        .current_dir(js_dir)
+        .args(["ci", "--no-audit", "--no-fund"]))?;
+    fs::write(&stamp, wanted).map_err(|e| format!("cannot write {}: {e}", stamp.display()))
+}
+
+/// Runs a command to completion: its stdout on success, everything it said on failure.
+pub fn run(command: &mut Command) -> Result<String, String> {
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    if output.status.success() {
+        Ok(stdout)
+    } else {
+        Err(format!(
+            "{command:?} failed ({}):\n{stdout}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
