@@ -202,7 +202,7 @@ fn composition_errors_name_what_does_not_fit() {
     )
     .unwrap_err();
     assert!(matches!(err, ComposeError::NotAMiddleware), "{err}");
-    // The hostile component exports only `store`; the guard also needs `config` and `catalog`.
+    // The hostile component exports `store` and `config`; the guard also needs `catalog`.
     let err = compose(LIFECYCLE_GUARD_COMPONENT, HOSTILE_COMPONENT).unwrap_err();
     let ComposeError::MissingExport { interface } = &err else {
         panic!("expected MissingExport, got {err}");

@@ -314,6 +314,155 @@ async fn selector_options_set_the_limits() {
     assert_timeout(&err);
 }
 
+/// A guest blocked in the host (a clock wait: `std::thread::sleep`) runs no wasm code, so
+/// epoch interruption alone never stops it; its waits are cut at the call's deadline, and the
+/// call fails with the deadline as if it had looped. (The 10 s guards only keep a regression
+/// from hanging the suite; the sleeps are 20 s and forever.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_blocked_in_a_clock_wait_ends_at_its_deadline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    for id in ["sleep:20000", "sleep-forever"] {
+        let err = tokio::time::timeout(Duration::from_secs(10), store.get(id))
+            .await
+            .unwrap_or_else(|_| panic!("{id}: the call outlived its 300 ms deadline by 10 s"))
+            .unwrap_err();
+        assert_timeout(&err);
+        still_serves(&store).await;
+    }
+    // A wait that ends within the deadline is just a wait.
+    assert_eq!(store.get("sleep:10").await.unwrap(), None);
+}
+
+/// As many blocked calls as there are instances do not stop the store from answering.
+#[tokio::test(flavor = "multi_thread")]
+async fn blocked_calls_on_every_instance_do_not_starve_the_store() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        hostile()
+            .dir(tmp.path())
+            .timeout(Duration::from_millis(300))
+            .max_instances(8)
+            .build()
+            .unwrap(),
+    );
+    let sleepers: Vec<_> = (0..8)
+        .map(|_| {
+            let store = Arc::clone(&store);
+            tokio::spawn(async move { store.get("sleep-forever").await })
+        })
+        .collect();
+    tokio::time::timeout(Duration::from_secs(10), still_serves(&store))
+        .await
+        .expect("a well-behaved call got an instance once the sleepers hit their deadline");
+    for sleeper in sleepers {
+        assert_timeout(&sleeper.await.unwrap().unwrap_err());
+    }
+}
+
+/// `configure` runs under the call deadline too: a component that never returns from it is
+/// refused when it is loaded, instead of hanging `resolve_store`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_configure_that_never_returns_fails_the_load_at_its_deadline() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("sleep-in-configure"), "").unwrap();
+    let dir = tmp.path().to_owned();
+    let load = tokio::task::spawn_blocking(move || {
+        hostile()
+            .dir(dir)
+            .timeout(Duration::from_millis(300))
+            .build()
+    });
+    let err = tokio::time::timeout(Duration::from_secs(10), load)
+        .await
+        .expect("loading outlived the 300 ms deadline by 10 s")
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Load { .. }), "{err}");
+    assert!(err.to_string().contains("deadline"), "{err}");
+}
+
+/// What a component says (its errors, the panic message in a trap) reaches logs, terminals and
+/// A2A clients cut to a few KiB, with control characters escaped.
+#[tokio::test(flavor = "multi_thread")]
+async fn component_messages_are_cut_and_their_control_characters_escaped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = hostile().dir(tmp.path()).build().unwrap();
+    let huge = store
+        .get("error-huge:10000000")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        huge.len() < 5 * 1024,
+        "{} bytes reached the caller",
+        huge.len()
+    );
+    assert!(
+        huge.contains("more bytes cut"),
+        "{}",
+        &huge[huge.len() - 80..]
+    );
+    for id in ["error-ctrl", "panic-ctrl"] {
+        let text = store.get(id).await.unwrap_err().to_string();
+        assert!(
+            !text.chars().any(char::is_control),
+            "{id}: a control character reached the caller: {text:?}"
+        );
+        assert!(
+            !text.contains('\u{202e}'),
+            "{id}: a bidi override reached the caller"
+        );
+        // A trap carries the guest's backtrace (its function names are the guest's too), not
+        // the panic message, which went to its stderr.
+        let expected = if id == "panic-ctrl" { "trapped: " } else { "\\u{1b}[2J" };
+        assert!(text.contains(expected), "{id}: {text}");
+    }
+    still_serves(&store).await;
+}
+
+/// Callers that stop waiting (a timeout around the call, a client that went away) do not free
+/// the instance slot while the guest still runs: with one instance allowed, a burst of
+/// abandoned calls to a looping component starts guest code once, not once per caller.
+#[tokio::test(flavor = "multi_thread")]
+async fn abandoned_calls_keep_holding_their_instance_until_the_guest_returns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        hostile()
+            .dir(tmp.path())
+            .timeout(Duration::from_secs(2))
+            .max_instances(1)
+            .build()
+            .unwrap(),
+    );
+    for _ in 0..10 {
+        let abandoned =
+            tokio::time::timeout(Duration::from_millis(30), store.get("loop-mark")).await;
+        assert!(
+            abandoned.is_err(),
+            "the looping call cannot finish in 30 ms"
+        );
+    }
+    let started = fs::read_dir(tmp.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("started-")
+        })
+        .count();
+    assert_eq!(
+        started, 1,
+        "guest calls running at once past max_instances=1"
+    );
+    // The looping call ends at its deadline and frees the slot.
+    tokio::time::timeout(Duration::from_secs(10), still_serves(&store))
+        .await
+        .expect("the slot came back after the deadline");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stuck_call_does_not_hold_up_other_callers() {
     let tmp = tempfile::tempdir().unwrap();

@@ -130,6 +130,27 @@ fn unknown_selectors_are_loud_errors_quoting_the_selector() {
     }
 }
 
+/// A mistyped scheme still carries the password it was given: the error never shows it.
+#[test]
+fn an_unknown_selector_never_shows_a_password() {
+    for (selector, shown) in [
+        (
+            "postgress://app:s3cret@db:5432/agents",
+            "postgress://app:***@db:5432/agents",
+        ),
+        (
+            "pg://db/agents?password=s3cret",
+            "pg://db/agents?password=***",
+        ),
+    ] {
+        let err = resolve_store(selector).err().expect("unknown scheme");
+        let msg = err.to_string();
+        assert!(matches!(err, StoreError::UnknownSelector(_)), "{msg}");
+        assert!(!msg.contains("s3cret"), "{msg}");
+        assert!(msg.contains(&format!("{shown:?}")), "{msg}");
+    }
+}
+
 #[test]
 fn malformed_known_selectors_say_what_is_wrong() {
     let cases = [

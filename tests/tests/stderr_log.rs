@@ -53,9 +53,35 @@ impl Subscriber for Capture {
     fn exit(&self, _: &Id) {}
 }
 
+/// The one global subscriber of this test binary.
+fn capture() -> &'static Capture {
+    static CAPTURE: std::sync::OnceLock<Capture> = std::sync::OnceLock::new();
+    CAPTURE.get_or_init(|| {
+        let capture = Capture::default();
+        tracing::subscriber::set_global_default(capture.clone()).unwrap();
+        capture
+    })
+}
+
+/// What components named `name` logged.
+fn from_component(capture: &Capture, name: &str) -> Vec<(String, String, String)> {
+    capture
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(target, component, _)| target == "toolnexus::component" && component == name)
+        .cloned()
+        .collect()
+}
+
 fn hostile(forward: bool, dir: &std::path::Path) -> WasmTaskStore {
+    named_hostile("hostile.wasm", forward, dir)
+}
+
+fn named_hostile(name: &str, forward: bool, dir: &std::path::Path) -> WasmTaskStore {
     WasmTaskStore::builder(ComponentSource::Bytes {
-        name: "hostile.wasm".into(),
+        name: name.into(),
         bytes: HOSTILE_COMPONENT.into(),
     })
     .cache(CacheDir::Off)
@@ -67,35 +93,54 @@ fn hostile(forward: bool, dir: &std::path::Path) -> WasmTaskStore {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn stderr_reaches_the_log_only_when_forwarded() {
-    let capture = Capture::default();
-    tracing::subscriber::set_global_default(capture.clone()).unwrap();
+    let capture = capture();
     let tmp = tempfile::tempdir().unwrap();
 
     let quiet = hostile(false, tmp.path());
     assert_eq!(quiet.get("stderr").await.unwrap(), None);
     drop(quiet); // instances (and their streams) go away with the store
-    let from_component = |c: &Capture| {
-        c.0.lock()
-            .unwrap()
-            .iter()
-            .filter(|(target, _, _)| target == "toolnexus::component")
-            .cloned()
-            .collect::<Vec<_>>()
-    };
     assert!(
-        from_component(&capture).is_empty(),
+        from_component(capture, "hostile.wasm").is_empty(),
         "stderr is discarded by default"
     );
 
     let loud = hostile(true, tmp.path());
     assert_eq!(loud.get("stderr").await.unwrap(), None);
     drop(loud);
-    let lines = from_component(&capture);
+    let lines = from_component(capture, "hostile.wasm");
     assert!(
         lines
             .iter()
             .any(|(_, component, message)| component == "hostile.wasm"
                 && message == "hostile component says hello on stderr"),
         "{lines:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forwarded_stderr_cannot_forge_log_lines_or_drive_a_terminal() {
+    let capture = capture();
+    let tmp = tempfile::tempdir().unwrap();
+    let loud = named_hostile("hostile-ctrl.wasm", true, tmp.path());
+    assert_eq!(loud.get("stderr-ctrl").await.unwrap(), None);
+    drop(loud);
+    // Each stderr line is one event, attributed to the component; what a line holds cannot
+    // end it early, move the cursor or reorder text.
+    let lines = from_component(capture, "hostile-ctrl.wasm");
+    let messages: Vec<&str> = lines.iter().map(|(_, _, m)| m.as_str()).collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    for message in &messages {
+        assert!(
+            !message.chars().any(|c| c.is_control() || c == '\u{202e}'),
+            "a control character reached the log: {message:?}"
+        );
+    }
+    assert!(
+        messages[0].starts_with("\\u{1b}[2J\\u{1b}[H\\rINFO"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("\\u{202e}gnp.exe\\u{7}"),
+        "{messages:?}"
     );
 }

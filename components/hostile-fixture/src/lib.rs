@@ -1,4 +1,4 @@
-//! A hostile store component, for tests only. It implements the `task-store` world, but what
+//! A hostile store component, for tests only. It implements the `configurable-task-store` world, but what
 //! `get(id)` does depends on the id: each id is one attack the host must survive.
 //!
 //! | id | behaviour |
@@ -6,26 +6,38 @@
 //! | `escape:<host dir>` | tries to read and write outside its preopened directory (`..`, absolute paths, the host path it was told, symlinks planted in its directory) and reports what happened as a Task |
 //! | `ambient` | reports its environment variables, arguments, stdin and network reach as a Task |
 //! | `loop` | loops forever |
+//! | `loop-mark` | creates a new file `started-<n>` in its directory (so the host can count the calls that reached guest code), then loops forever |
 //! | `grow` | allocates memory without bound |
 //! | `huge:<bytes>` | returns a valid Task with its id padded to `<bytes>` bytes |
 //! | `other-id` | returns a different Task's id |
 //! | `not-json` / `not-object` | returns text that is not JSON / not an object |
 //! | `trap` | traps (panics) |
 //! | `stderr` | writes a line to stderr and returns nothing |
+//! | `error-huge:<bytes>` | fails with an `other` error whose message is `<bytes>` bytes long |
+//! | `error-ctrl` / `panic-ctrl` / `stderr-ctrl` | fails with an error message / panics with a message / writes a stderr line full of terminal control sequences and a forged log line |
 //! | anything else | nothing (a miss) |
 //!
+//! | `sleep:<ms>` | sleeps (a WASI clock subscription and a blocking poll), then returns nothing |
+//! | `sleep-forever` | sleeps for `u64::MAX` nanoseconds at a time, forever |
+//!
 //! `save` traps if the Task's text contains `"trap"` and otherwise succeeds without storing.
+//! `configure` (it exports the optional `config` interface) sleeps forever if its directory
+//! holds a file named `sleep-in-configure`, and otherwise accepts any settings.
 
 wit_bindgen::generate!({
     path: "../../wit",
-    world: "task-store",
+    world: "configurable-task-store",
 });
 
+use exports::toolnexus::task_store::config::Guest as ConfigGuest;
 use exports::toolnexus::task_store::store::{Guest, StoreError};
 use std::hint::black_box;
 use std::io::{Read, Write};
 
 struct Hostile;
+
+/// Clears the screen, returns the cursor, forges a log line, and flips the text direction.
+const FORGED: &str = "\x1b[2J\x1b[H\rINFO toolnexus: all good\nWARN forged line\u{202e}gnp.exe\x07";
 
 fn json_string(s: &str) -> String {
     let mut out = String::from("\"");
@@ -136,9 +148,46 @@ impl Guest for Hostile {
                 .map_err(|_| StoreError::InvalidInput("huge:<bytes>".into()))?;
             return Ok(Some(report(&id, &[("pad".into(), "x".repeat(size))])));
         }
+        if let Some(size) = id.strip_prefix("error-huge:") {
+            let size: usize = size
+                .parse()
+                .map_err(|_| StoreError::InvalidInput("error-huge:<bytes>".into()))?;
+            return Err(StoreError::Other("E".repeat(size)));
+        }
+        if let Some(ms) = id.strip_prefix("sleep:") {
+            let ms: u64 = ms
+                .parse()
+                .map_err(|_| StoreError::InvalidInput("sleep:<ms>".into()))?;
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            return Ok(None);
+        }
         match id.as_str() {
+            "sleep-forever" => loop {
+                std::thread::sleep(std::time::Duration::MAX);
+            },
+            "error-ctrl" => Err(StoreError::Corrupt(FORGED.into())),
+            "panic-ctrl" => panic!("{FORGED}"),
+            "stderr-ctrl" => {
+                let _ = writeln!(std::io::stderr(), "{FORGED}");
+                Ok(None)
+            }
             "ambient" => Ok(Some(ambient(&id))),
             "loop" => {
+                let mut n: u64 = 0;
+                loop {
+                    n = black_box(n.wrapping_add(1));
+                }
+            }
+            "loop-mark" => {
+                for n in 0u32.. {
+                    let created = std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(format!("/started-{n}"));
+                    if created.is_ok() {
+                        break;
+                    }
+                }
                 let mut n: u64 = 0;
                 loop {
                     n = black_box(n.wrapping_add(1));
@@ -165,6 +214,17 @@ impl Guest for Hostile {
     fn save(task: String) -> Result<(), StoreError> {
         if task.contains("\"trap\"") {
             panic!("this component traps on purpose");
+        }
+        Ok(())
+    }
+}
+
+impl ConfigGuest for Hostile {
+    fn configure(_settings: Vec<(String, String)>) -> Result<(), String> {
+        if std::fs::metadata("/sleep-in-configure").is_ok() {
+            loop {
+                std::thread::sleep(std::time::Duration::MAX);
+            }
         }
         Ok(())
     }

@@ -84,6 +84,36 @@ fn percent_decode(s: &str) -> Result<String, String> {
         .map_err(|_| format!("{s:?} does not decode to UTF-8"))
 }
 
+/// A selector or connection URL with every password replaced by `***`, for messages: the
+/// password of `scheme://user:password@host`, and any `password=` value (a query parameter or
+/// a libpq key-value pair). Every selector a message shows goes through this first.
+pub fn redact(url: &str) -> String {
+    let mut out = url.to_owned();
+    if let Some(start) = out.find("://").map(|i| i + 3) {
+        let end = out[start..]
+            .find(['/', '?'])
+            .map_or(out.len(), |i| start + i);
+        if let Some(at) = out[start..end].rfind('@').map(|i| start + i)
+            && let Some(colon) = out[start..at].find(':').map(|i| start + i)
+        {
+            out.replace_range(colon + 1..at, "***");
+        }
+    }
+    // `password=...` as a query parameter or a key-value pair.
+    let mut redacted = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(i) = rest.find("password=") {
+        let after = i + "password=".len();
+        redacted.push_str(&rest[..after]);
+        redacted.push_str("***");
+        rest = &rest[after..];
+        let end = rest.find(['&', ' ']).unwrap_or(rest.len());
+        rest = &rest[end..];
+    }
+    redacted.push_str(rest);
+    redacted
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,5 +159,23 @@ mod tests {
         assert!(parse_query("dir=%2").is_err());
         assert!(parse_query("dir=%ff").is_err(), "not UTF-8");
         assert_eq!(parse_query("dir=a+b").unwrap()[0].1, "a+b");
+    }
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact("postgres://u:s3cret@h:5432/db?table=t"),
+            "postgres://u:***@h:5432/db?table=t"
+        );
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(
+            redact("postgres://h/db?password=s3cret&table=t"),
+            "postgres://h/db?password=***&table=t"
+        );
+        assert_eq!(
+            redact("host=h password=s3cret user=u"),
+            "host=h password=*** user=u"
+        );
+        assert_eq!(redact("postgres://u:p@ss@h/db"), "postgres://u:***@h/db");
     }
 }

@@ -76,8 +76,11 @@ pub fn parse_task(text: &str) -> Result<Map<String, Value>, TaskError> {
 
 /// Checks JSON text is a Task and returns its id, without building the document in memory.
 ///
-/// It still reads every byte (so trailing garbage or a truncated file is caught) but skips
-/// everything except `id`; used where the text is passed on rather than inspected.
+/// It reads and validates every byte exactly as [`parse_task`] would (syntax, trailing garbage,
+/// string escapes including lone surrogates, the parser's nesting limit), so any text it
+/// accepts parses later without fail; it only skips building the members other than `id`.
+/// Used where the text comes from outside (a file, a component, another language's writer)
+/// and is passed on rather than inspected.
 pub fn check_task_text(text: &str) -> Result<String, TaskError> {
     if !text.trim_start().starts_with('{') {
         // Not an object (or not JSON): rare, so let the full parser classify it.
@@ -120,10 +123,60 @@ impl<'de> serde::de::Visitor<'de> for HeaderVisitor {
                 // The last duplicate wins, as it does for a full parse.
                 id = Some(map.next_value::<Value>()?);
             } else {
-                map.next_value::<serde::de::IgnoredAny>()?;
+                map.next_value::<Checked>()?;
             }
         }
         Ok(Header(id))
+    }
+}
+
+/// Any JSON value, read through the full parser and thrown away. Unlike `IgnoredAny`, which
+/// skips a string without decoding it, this asks for every string, so a malformed escape or a
+/// lone surrogate fails here as it would in a full parse; nesting counts against the parser's
+/// depth limit the same way. Unescaped strings are borrowed, so nothing is allocated for them.
+struct Checked;
+
+impl<'de> serde::Deserialize<'de> for Checked {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(CheckedVisitor)
+    }
+}
+
+struct CheckedVisitor;
+
+impl<'de> serde::de::Visitor<'de> for CheckedVisitor {
+    type Value = Checked;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_unit<E>(self) -> Result<Checked, E> {
+        Ok(Checked)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Checked, A::Error> {
+        while seq.next_element::<Checked>()?.is_some() {}
+        Ok(Checked)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Checked, A::Error> {
+        while map.next_key::<Checked>()?.is_some() {
+            map.next_value::<Checked>()?;
+        }
+        Ok(Checked)
     }
 }
 
@@ -155,6 +208,24 @@ mod tests {
         (r#"{"id":null}"#, Err(TaskError::IdNotString("null"))),
         (r#"{"id":["x"]}"#, Err(TaskError::IdNotString("array"))),
         (r#"{"id":""}"#, Err(TaskError::EmptyId)),
+        // What JavaScript and Python write happily, and a full parse refuses.
+        (
+            r#"{"id":"x","a":"\ud800"}"#,
+            Err(TaskError::NotJson(String::new())),
+        ),
+        (
+            r#"{"id":"x","a":{"b":["\udc00z"]}}"#,
+            Err(TaskError::NotJson(String::new())),
+        ),
+        (
+            r#"{"id":"x","\ud800":1}"#,
+            Err(TaskError::NotJson(String::new())),
+        ),
+        (
+            r#"{"id":"x","a":"\q"}"#,
+            Err(TaskError::NotJson(String::new())),
+        ),
+        (r#"{"id":"x","a":"\ud83d\ude00"}"#, Ok("x")),
     ];
 
     fn same(got: Result<String, TaskError>, want: &Result<&str, TaskError>) -> bool {
@@ -185,6 +256,44 @@ mod tests {
                 same(got.clone(), want),
                 "{text}: got {got:?}, want {want:?}"
             );
+        }
+    }
+
+    #[test]
+    fn nesting_past_the_parser_limit_is_refused_by_both() {
+        for depth in [100, 127, 128, 129, 10_000] {
+            let text = format!(
+                r#"{{"id":"deep","a":{}{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            let full = parse_task(&text).map(|m| task_id(&m).unwrap().to_owned());
+            let checked = check_task_text(&text);
+            assert_eq!(full.is_ok(), checked.is_ok(), "depth {depth}");
+        }
+        let deep = format!(
+            r#"{{"id":"deep","a":{}{}}}"#,
+            "[".repeat(10_000),
+            "]".repeat(10_000)
+        );
+        assert!(matches!(check_task_text(&deep), Err(TaskError::NotJson(_))));
+    }
+
+    proptest::proptest! {
+        /// Whatever the text, the check accepts exactly what the full parse accepts: a Task it
+        /// lets through can always be parsed later.
+        #[test]
+        fn check_accepts_exactly_what_parses(
+            prefix in r#"\{"id":"[a-z]{1,3}","#,
+            body in r#"[\[\]{}":,a-z0-9\\u.eE+-]{0,40}"#,
+        ) {
+            let text = format!("{prefix}\"k\":{body}}}");
+            let full = parse_task(&text).map(|m| task_id(&m).unwrap().to_owned());
+            let checked = check_task_text(&text);
+            proptest::prop_assert_eq!(full.is_ok(), checked.is_ok(), "{}", text);
+            if let (Ok(a), Ok(b)) = (full, checked) {
+                proptest::prop_assert_eq!(a, b);
+            }
         }
     }
 

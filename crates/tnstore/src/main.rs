@@ -24,7 +24,15 @@ const DEFAULT_STORE: &str = "wasm:builtin?dir=.toolnexus/tasks";
 struct Cli {
     /// Store selector: memory, file:<dir>, wasm:<component>[?dir=<dir>] (wasm:builtin is the
     /// embedded file-store component), postgres://<user>:<password>@<host>/<db>[?table=<name>].
-    #[arg(long, global = true, env = "TNSTORE_STORE", default_value = DEFAULT_STORE)]
+    // `hide_env_values`: `--help` must not print a selector from the environment (it may hold a
+    // password).
+    #[arg(
+        long,
+        global = true,
+        env = "TNSTORE_STORE",
+        hide_env_values = true,
+        default_value = DEFAULT_STORE
+    )]
     store: String,
 
     #[command(subcommand)]

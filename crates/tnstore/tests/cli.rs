@@ -225,3 +225,49 @@ fn list_and_delete_through_every_durable_store() {
         }
     }
 }
+
+/// A Task file with a lone surrogate escape (which JavaScript and Python write happily) is
+/// checked in full where it is read: every command reports it as corrupt (exit 3), none
+/// panics, and the other Tasks stay readable. Native file store and component alike.
+#[test]
+fn a_task_file_with_a_lone_surrogate_is_corrupt_not_a_crash() {
+    let cwd = tempfile::tempdir().unwrap();
+    for selector in ["file:./t", "wasm:builtin?dir=./t"] {
+        let saved = tnstore(cwd.path(), &["--store", selector, "save"], Some(TASK));
+        assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
+        fs::write(cwd.path().join("t/x.json"), r#"{"id":"x","a":"\ud800"}"#).unwrap();
+        for args in [vec!["get", "x"], vec!["list"]] {
+            let mut all = vec!["--store", selector];
+            all.extend(&args);
+            let out = tnstore(cwd.path(), &all, None);
+            assert_eq!(
+                out.status.code(),
+                Some(3),
+                "{selector} {args:?}: {}",
+                stderr(&out)
+            );
+            assert!(
+                stderr(&out).contains("corrupt"),
+                "{selector} {args:?}: {}",
+                stderr(&out)
+            );
+        }
+        let good = tnstore(cwd.path(), &["--store", selector, "get", "task-1"], None);
+        assert_eq!(good.status.code(), Some(0), "{}", stderr(&good));
+    }
+}
+
+/// A selector in the environment may hold a password: `--help` does not print it.
+#[test]
+fn help_never_shows_the_selector_from_the_environment() {
+    let cwd = tempfile::tempdir().unwrap();
+    let out = Command::new(TNSTORE)
+        .current_dir(cwd.path())
+        .arg("--help")
+        .env("TNSTORE_STORE", "postgres://app:s3cret@db/agents")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("TNSTORE_STORE"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("s3cret"), "{}", stdout(&out));
+}

@@ -2,6 +2,7 @@
 //! picks the backend; each backend crate parses the rest of its own selector.
 
 use std::sync::Arc;
+use toolnexus_core::options::redact;
 use toolnexus_core::{FileTaskStore, InMemoryTaskStore, StoreError, TaskStore};
 
 /// What [`resolve_store`] accepts: nothing (the default), a selector string, or a store.
@@ -92,7 +93,8 @@ pub fn resolve_store(selector: impl Into<StoreSelector>) -> Result<Arc<dyn TaskS
     if selector.starts_with("postgres://") || selector.starts_with("postgresql://") {
         return resolve_postgres(&selector);
     }
-    Err(StoreError::UnknownSelector(selector))
+    // A mistyped scheme (`postgress://…`) may still carry a password: never show it.
+    Err(StoreError::UnknownSelector(redact(&selector)))
 }
 
 #[cfg(feature = "wasm")]

@@ -54,7 +54,9 @@ use bindings::exports::toolnexus::task_store::store::{
 };
 
 mod cache;
+mod clock;
 mod load;
+pub mod message;
 mod pool;
 mod selector;
 mod stderr_log;
@@ -271,6 +273,7 @@ impl WasmTaskStoreBuilder {
 
         let mut linker = Linker::<Host>::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .and_then(|()| clock::bound_clock_subscriptions(&mut linker))
             .map_err(|e| load_err(format!("{e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             load_err(format!(
@@ -305,11 +308,16 @@ impl WasmTaskStoreBuilder {
             forward_stderr: self.forward_stderr,
             limits: self.limits,
             idle: Mutex::new(Vec::new()),
-            permits: Semaphore::new(self.max_instances),
+            permits: Arc::new(Semaphore::new(self.max_instances)),
+            max_idle: self.max_instances,
         };
-        // Instantiate once now: a component whose start-up traps or loops is refused here.
+        // Instantiate once now: a component whose start-up traps or loops is refused here. On a
+        // thread of its own: `configure` may do WASI I/O, which blocks on a Tokio runtime, and
+        // the caller may be on an async worker thread, where blocking would panic.
         let started = std::time::Instant::now();
-        let first = inner.instantiate().map_err(|e| load_err(format!("{e}")))?;
+        let first = std::thread::scope(|scope| scope.spawn(|| inner.instantiate()).join())
+            .map_err(|_| load_err("instantiating it panicked the host thread".into()))?
+            .map_err(|e| load_err(format!("{e}")))?;
         let instantiate = started.elapsed();
         inner.release(first);
         Ok((
@@ -411,20 +419,27 @@ impl WasmTaskStore {
         &self,
         op: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<T, WitError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let _permit = self
-            .inner
-            .permits
-            .acquire()
+        // The permit moves into the blocking work: if the caller gives up (a dropped future, a
+        // timeout around this call), the guest may still be running, and its instance still
+        // counts against `max_instances` until it returns.
+        let permit = Arc::clone(&self.inner.permits)
+            .acquire_owned()
             .await
             .expect("the semaphore is never closed");
         let inner = Arc::clone(&self.inner);
         tokio::task::spawn_blocking(move || {
+            let _permit = permit;
             let mut instance = match inner.take_idle() {
                 Some(instance) => instance,
                 None => inner.instantiate()?,
             };
             instance.arm(&inner.limits);
             match op(&mut instance) {
+                // It asked to wait past its deadline and was woken at it: whatever it answered
+                // after that came too late.
+                Ok(_) if instance.hit_deadline() => {
+                    Err(inner.limit_error(Limit::Timeout(inner.limits.timeout)))
+                }
                 Ok(answer) => {
                     inner.release(instance);
                     answer.map_err(|e| inner.wit_error(e))

@@ -10,9 +10,11 @@ use crate::bindings::exports::toolnexus::task_store::config::GuestIndices as Con
 use crate::bindings::exports::toolnexus::task_store::store::{
     Guest as StoreApi, GuestIndices as StoreIndices, StoreError as WitError,
 };
+use crate::clock::{CallDeadline, GuestClock};
+use crate::message::sanitize;
 use crate::{EPOCH_TICK, Limits, stderr_log};
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use toolnexus_core::{Limit, StoreError};
@@ -32,7 +34,12 @@ pub(crate) struct Inner {
     pub(crate) forward_stderr: bool,
     pub(crate) limits: Limits,
     pub(crate) idle: Mutex<Vec<Instance>>,
-    pub(crate) permits: Semaphore,
+    /// One permit per instance that may exist; a call holds one from before it takes an
+    /// instance until the guest code has returned, on its blocking thread, even if the caller
+    /// stopped waiting.
+    pub(crate) permits: Arc<Semaphore>,
+    /// The most instances kept idle between calls (the same as the permits).
+    pub(crate) max_idle: usize,
 }
 
 pub(crate) struct Instance {
@@ -42,19 +49,30 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    /// Resets the per-call deadline and the memory-limit flag before a call.
+    /// Resets the per-call deadline (for wasm code and for clock waits) and the memory-limit
+    /// flag before a call.
     pub(crate) fn arm(&mut self, limits: &Limits) {
-        self.store.data_mut().limiter.hit = false;
+        let host = self.store.data_mut();
+        host.limiter.hit = false;
+        host.deadline = CallDeadline::after(limits.timeout);
         self.store
             .set_epoch_deadline(deadline_ticks(limits.timeout));
     }
+
+    /// Whether the call asked to wait past its deadline (see [`crate::clock`]).
+    pub(crate) fn hit_deadline(&self) -> bool {
+        self.store.data().deadline.hit
+    }
 }
 
-/// Per-instance host state: the WASI context with its single preopen, and the memory limiter.
+/// Per-instance host state: the WASI context with its single preopen, the memory limiter, and
+/// the deadline of the call in progress with the guest's clock.
 pub(crate) struct Host {
     pub(crate) wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     pub(crate) limiter: MemoryLimiter,
+    pub(crate) deadline: CallDeadline,
+    pub(crate) clock: GuestClock,
 }
 
 impl WasiView for Host {
@@ -113,6 +131,10 @@ impl Inner {
         if self.forward_stderr {
             wasi.stderr(stderr_log::LogStderr::new(&self.name));
         }
+        let clock = GuestClock {
+            start: std::time::Instant::now(),
+        };
+        wasi.monotonic_clock(clock);
         let perms = if self.read_only {
             FsPerms::ReadOnly
         } else {
@@ -135,23 +157,30 @@ impl Inner {
                 memory_bytes: self.limits.memory_bytes,
                 hit: false,
             },
+            // Instantiating and `configure` run under the same deadline as a call.
+            deadline: CallDeadline::after(self.limits.timeout),
+            clock,
         };
         let mut store = Store::new(self.pre.engine(), host);
         store.limiter(|host| &mut host.limiter);
         store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
-        match self.setup(&mut store) {
+        let setup = self.setup(&mut store);
+        if store.data().deadline.hit {
+            return Err(self.limit_error(Limit::Timeout(self.limits.timeout)));
+        }
+        match setup {
             Ok(Ok((api, catalog))) => Ok(Instance {
                 store,
                 api,
                 catalog,
             }),
             Ok(Err(refused)) => {
-                Err(self.component_error(format!("refused its settings: {refused}")))
+                Err(self.component_error(format!("refused its settings: {}", sanitize(&refused))))
             }
             Err(e) => {
                 let limit = self.classify_trap(&store, &e);
                 Err(limit.unwrap_or_else(|| {
-                    self.component_error(format!("instantiation failed: {e:#}"))
+                    self.component_error(sanitize(&format!("instantiation failed: {e:#}")))
                 }))
             }
         }
@@ -182,11 +211,12 @@ impl Inner {
         self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop()
     }
 
+    /// Back to the idle pool, unless it is full (then the instance is dropped).
     pub(crate) fn release(&self, instance: Instance) {
-        self.idle
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(instance);
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < self.max_idle {
+            idle.push(instance);
+        }
     }
 
     pub(crate) fn component_error(&self, reason: String) -> StoreError {
@@ -209,7 +239,7 @@ impl Inner {
         store: &Store<Host>,
         err: &wasmtime::Error,
     ) -> Option<StoreError> {
-        if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) || store.data().deadline.hit {
             return Some(self.limit_error(Limit::Timeout(self.limits.timeout)));
         }
         if store.data().limiter.hit {
@@ -220,26 +250,27 @@ impl Inner {
 
     pub(crate) fn trap_error(&self, instance: &Instance, err: wasmtime::Error) -> StoreError {
         self.classify_trap(&instance.store, &err)
-            .unwrap_or_else(|| self.component_error(format!("trapped: {err:#}")))
+            .unwrap_or_else(|| self.component_error(sanitize(&format!("trapped: {err:#}"))))
     }
 
+    /// A component's own error, its message made safe to show ([`sanitize`]).
     pub(crate) fn wit_error(&self, err: WitError) -> StoreError {
         match err {
             // The host checked the input before the call, so a refusal is the component's own
             // rule (a policy such as lifecycle-guard's), not malformed input.
             WitError::InvalidInput(msg) => StoreError::Rejected {
                 store: format!("store component {}", self.name),
-                reason: msg,
+                reason: sanitize(&msg),
             },
             WitError::Corrupt(msg) => StoreError::Corrupt {
                 location: format!("{} (store component {})", self.dir.display(), self.name),
-                reason: msg,
+                reason: sanitize(&msg),
             },
             WitError::Io(msg) => StoreError::io(
                 format!("store component {} over {}", self.name, self.dir.display()),
-                std::io::Error::other(msg),
+                std::io::Error::other(sanitize(&msg)),
             ),
-            WitError::Other(msg) => self.component_error(msg),
+            WitError::Other(msg) => self.component_error(sanitize(&msg)),
         }
     }
 }

@@ -9,8 +9,9 @@ use tokio::io::AsyncWrite;
 use wasmtime_wasi::cli::{IsTerminal, StdoutStream};
 use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 
-/// The longest line forwarded in one event; longer output is split.
-const MAX_LINE: usize = 4096;
+/// The longest line forwarded in one event; longer output is split. Each line is sanitized
+/// (control characters escaped) before it is logged.
+const MAX_LINE: usize = crate::message::MAX_MESSAGE;
 
 pub(super) struct LogStderr {
     component: Arc<str>,
@@ -65,7 +66,7 @@ impl LineLogger {
     }
 
     fn emit(&mut self) {
-        let line = String::from_utf8_lossy(&self.pending);
+        let line = crate::message::sanitize(&String::from_utf8_lossy(&self.pending));
         tracing::info!(target: "toolnexus::component", component = %self.component, "{line}");
         self.pending.clear();
     }

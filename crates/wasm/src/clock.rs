@@ -1,0 +1,106 @@
+//! Deadlines that hold in wall-clock time, whatever the guest does.
+//!
+//! Epoch interruption stops a guest that runs wasm code past its deadline, but not one that is
+//! blocked inside the host: in a `wasi:io/poll` on a clock subscription (`std::thread::sleep`,
+//! `subscribe-duration(u64::MAX)`), the guest runs no wasm code, so no epoch check happens. The
+//! clock subscriptions are the only host call a store component can block in for long: it has
+//! no sockets, an empty stdin, sinks for stdout and stderr, and regular files. So the host
+//! replaces `wasi:clocks/monotonic-clock`'s `subscribe-duration` and `subscribe-instant` with
+//! versions that never wait past the call's deadline. A subscription cut short marks the call
+//! as having hit its deadline: whatever the guest does after waking, the call fails with
+//! [`Limit::Timeout`](toolnexus_core::Limit::Timeout) and the instance is dropped.
+//!
+//! The guest's monotonic clock is ours too ([`GuestClock`]), so a `subscribe-instant` on the
+//! guest's clock maps exactly onto a host instant.
+
+use crate::pool::Host;
+use std::time::{Duration, Instant};
+use wasmtime::StoreContextMut;
+use wasmtime::component::Linker;
+use wasmtime_wasi::p2::{DynPollable, Pollable, subscribe};
+
+/// The interface whose subscriptions are replaced; wasmtime links every `0.2.x` import to it.
+const MONOTONIC_CLOCK: &str = "wasi:clocks/monotonic-clock@0.2.12";
+
+/// The deadline of the call in progress (or of instantiation), and whether the guest asked to
+/// wait past it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct CallDeadline {
+    pub(crate) at: Instant,
+    pub(crate) hit: bool,
+}
+
+impl CallDeadline {
+    pub(crate) fn after(timeout: Duration) -> Self {
+        CallDeadline {
+            at: Instant::now() + timeout,
+            hit: false,
+        }
+    }
+}
+
+/// The guest's monotonic clock: nanoseconds since the instance was made.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GuestClock {
+    pub(crate) start: Instant,
+}
+
+impl wasmtime_wasi::HostMonotonicClock for GuestClock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+
+    fn now(&self) -> u64 {
+        u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
+/// A clock subscription: ready at a host instant.
+struct Sleep(tokio::time::Instant);
+
+#[async_trait::async_trait]
+impl Pollable for Sleep {
+    async fn ready(&mut self) {
+        tokio::time::sleep_until(self.0).await;
+    }
+}
+
+/// Replaces the monotonic clock's subscriptions in `linker` (after WASI was added to it).
+pub(crate) fn bound_clock_subscriptions(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let mut clock = linker.instance(MONOTONIC_CLOCK)?;
+    clock.func_wrap(
+        "subscribe-duration",
+        |mut store: StoreContextMut<'_, Host>, (nanos,): (u64,)| {
+            let wanted = Instant::now().checked_add(Duration::from_nanos(nanos));
+            Ok((sleep_until(store.data_mut(), wanted)?,))
+        },
+    )?;
+    clock.func_wrap(
+        "subscribe-instant",
+        |mut store: StoreContextMut<'_, Host>, (when,): (u64,)| {
+            let host = store.data_mut();
+            let wanted = host.clock.start.checked_add(Duration::from_nanos(when));
+            Ok((sleep_until(host, wanted)?,))
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// A subscription ready at `wanted` (`None`: too far to represent), or at the call's deadline
+/// if that comes first, which marks the call as having hit it.
+fn sleep_until(
+    host: &mut Host,
+    wanted: Option<Instant>,
+) -> wasmtime::Result<wasmtime::component::Resource<DynPollable>> {
+    let at = match wanted {
+        Some(wanted) if wanted <= host.deadline.at => wanted,
+        _ => {
+            host.deadline.hit = true;
+            host.deadline.at
+        }
+    };
+    let sleep = host.table.push(Sleep(tokio::time::Instant::from_std(at)))?;
+    subscribe(&mut host.table, sleep)
+}
