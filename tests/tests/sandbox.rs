@@ -39,6 +39,19 @@ fn assert_timeout(err: &StoreError) {
     );
 }
 
+/// Runs an async test on a runtime of its own that, when the test ends (or fails), does not
+/// wait for its blocking threads: if the host regresses and a guest call never returns, the
+/// test fails at its guard instead of hanging the suite.
+fn detached<F: std::future::Future>(test: F) -> F::Output {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(test)));
+    runtime.shutdown_background();
+    outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
 /// After any attack, the same store still answers.
 async fn still_serves(store: &WasmTaskStore) {
     assert_eq!(
@@ -316,70 +329,76 @@ async fn selector_options_set_the_limits() {
 
 /// A guest blocked in the host (a clock wait: `std::thread::sleep`) runs no wasm code, so
 /// epoch interruption alone never stops it; its waits are cut at the call's deadline, and the
-/// call fails with the deadline as if it had looped. (The 10 s guards only keep a regression
-/// from hanging the suite; the sleeps are 20 s and forever.)
-#[tokio::test(flavor = "multi_thread")]
-async fn a_call_blocked_in_a_clock_wait_ends_at_its_deadline() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = open(tmp.path());
-    for id in ["sleep:20000", "sleep-forever"] {
-        let err = tokio::time::timeout(Duration::from_secs(10), store.get(id))
-            .await
-            .unwrap_or_else(|_| panic!("{id}: the call outlived its 300 ms deadline by 10 s"))
-            .unwrap_err();
-        assert_timeout(&err);
-        still_serves(&store).await;
-    }
-    // A wait that ends within the deadline is just a wait.
-    assert_eq!(store.get("sleep:10").await.unwrap(), None);
+/// call fails with the deadline as if it had looped. (The 10 s guards, with [`detached`], keep a
+/// regression from hanging the suite; the sleeps are 20 s and forever.)
+#[test]
+fn a_call_blocked_in_a_clock_wait_ends_at_its_deadline() {
+    detached(async {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = open(tmp.path());
+        for id in ["sleep:20000", "sleep-forever"] {
+            let err = tokio::time::timeout(Duration::from_secs(10), store.get(id))
+                .await
+                .unwrap_or_else(|_| panic!("{id}: the call outlived its 300 ms deadline by 10 s"))
+                .unwrap_err();
+            assert_timeout(&err);
+            still_serves(&store).await;
+        }
+        // A wait that ends within the deadline is just a wait.
+        assert_eq!(store.get("sleep:10").await.unwrap(), None);
+    })
 }
 
 /// As many blocked calls as there are instances do not stop the store from answering.
-#[tokio::test(flavor = "multi_thread")]
-async fn blocked_calls_on_every_instance_do_not_starve_the_store() {
-    let tmp = tempfile::tempdir().unwrap();
-    let store = Arc::new(
-        hostile()
-            .dir(tmp.path())
-            .timeout(Duration::from_millis(300))
-            .max_instances(8)
-            .build()
-            .unwrap(),
-    );
-    let sleepers: Vec<_> = (0..8)
-        .map(|_| {
-            let store = Arc::clone(&store);
-            tokio::spawn(async move { store.get("sleep-forever").await })
-        })
-        .collect();
-    tokio::time::timeout(Duration::from_secs(10), still_serves(&store))
-        .await
-        .expect("a well-behaved call got an instance once the sleepers hit their deadline");
-    for sleeper in sleepers {
-        assert_timeout(&sleeper.await.unwrap().unwrap_err());
-    }
+#[test]
+fn blocked_calls_on_every_instance_do_not_starve_the_store() {
+    detached(async {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            hostile()
+                .dir(tmp.path())
+                .timeout(Duration::from_millis(300))
+                .max_instances(8)
+                .build()
+                .unwrap(),
+        );
+        let sleepers: Vec<_> = (0..8)
+            .map(|_| {
+                let store = Arc::clone(&store);
+                tokio::spawn(async move { store.get("sleep-forever").await })
+            })
+            .collect();
+        tokio::time::timeout(Duration::from_secs(10), still_serves(&store))
+            .await
+            .expect("a well-behaved call got an instance once the sleepers hit their deadline");
+        for sleeper in sleepers {
+            assert_timeout(&sleeper.await.unwrap().unwrap_err());
+        }
+    })
 }
 
 /// `configure` runs under the call deadline too: a component that never returns from it is
 /// refused when it is loaded, instead of hanging `resolve_store`.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_configure_that_never_returns_fails_the_load_at_its_deadline() {
-    let tmp = tempfile::tempdir().unwrap();
-    fs::write(tmp.path().join("sleep-in-configure"), "").unwrap();
-    let dir = tmp.path().to_owned();
-    let load = tokio::task::spawn_blocking(move || {
-        hostile()
-            .dir(dir)
-            .timeout(Duration::from_millis(300))
-            .build()
-    });
-    let err = tokio::time::timeout(Duration::from_secs(10), load)
-        .await
-        .expect("loading outlived the 300 ms deadline by 10 s")
-        .unwrap()
-        .unwrap_err();
-    assert!(matches!(err, StoreError::Load { .. }), "{err}");
-    assert!(err.to_string().contains("deadline"), "{err}");
+#[test]
+fn a_configure_that_never_returns_fails_the_load_at_its_deadline() {
+    detached(async {
+        let tmp = tempfile::tempdir().unwrap();
+        fs::write(tmp.path().join("sleep-in-configure"), "").unwrap();
+        let dir = tmp.path().to_owned();
+        let load = tokio::task::spawn_blocking(move || {
+            hostile()
+                .dir(dir)
+                .timeout(Duration::from_millis(300))
+                .build()
+        });
+        let err = tokio::time::timeout(Duration::from_secs(10), load)
+            .await
+            .expect("loading outlived the 300 ms deadline by 10 s")
+            .unwrap()
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Load { .. }), "{err}");
+        assert!(err.to_string().contains("deadline"), "{err}");
+    })
 }
 
 /// What a component says (its errors, the panic message in a trap) reaches logs, terminals and
@@ -415,7 +434,11 @@ async fn component_messages_are_cut_and_their_control_characters_escaped() {
         );
         // A trap carries the guest's backtrace (its function names are the guest's too), not
         // the panic message, which went to its stderr.
-        let expected = if id == "panic-ctrl" { "trapped: " } else { "\\u{1b}[2J" };
+        let expected = if id == "panic-ctrl" {
+            "trapped: "
+        } else {
+            "\\u{1b}[2J"
+        };
         assert!(text.contains(expected), "{id}: {text}");
     }
     still_serves(&store).await;
