@@ -235,3 +235,56 @@ async fn a_failed_save_changes_nothing_and_leaves_no_temp_file() {
         );
     }
 }
+
+/// What else can sit in a store's directory under a Task file's name (another program wrote
+/// it, or a store component planted it): a symbolic link (to another Task, to `/dev/zero`, out
+/// of the directory), a FIFO, a directory, a file too large to be a Task. Each is reported as
+/// corrupt, by `get` and by `list`, and none is followed, opened for reading, or read into
+/// memory: a FIFO with no writer or `/dev/zero` would make a reader wait or read forever.
+#[tokio::test(flavor = "multi_thread")]
+async fn links_fifos_and_oversized_files_are_corrupt_never_followed_or_read() {
+    use std::os::unix::fs::symlink;
+    for (name, open) in BOTH {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("tasks");
+        let outside = tmp.path().join("outside.json");
+        fs::write(&outside, r#"{"id":"to-outside"}"#).unwrap();
+        let store = open(&dir);
+        store.save(&task(json!({"id": "real"}))).await.unwrap();
+        symlink(dir.join("real.json"), dir.join("to-real.json")).unwrap();
+        symlink(&outside, dir.join("to-outside.json")).unwrap();
+        symlink("/dev/zero", dir.join("zero.json")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(dir.join("fifo.json"))
+            .status()
+            .unwrap();
+        assert!(made.success(), "mkfifo");
+        fs::create_dir(dir.join("a-dir.json")).unwrap();
+        let big = fs::File::create(dir.join("big.json")).unwrap();
+        big.set_len(toolnexus_format::dir::MAX_TASK_FILE_BYTES + 1)
+            .unwrap();
+        drop(big);
+        let store = open(&dir);
+        for id in ["to-real", "to-outside", "zero", "fifo", "a-dir", "big"] {
+            let err = tokio::time::timeout(Duration::from_secs(10), store.get(id))
+                .await
+                .unwrap_or_else(|_| panic!("{name}: get({id}) did not return"))
+                .unwrap_err();
+            assert!(
+                matches!(err, StoreError::Corrupt { .. }),
+                "{name}: get({id}): {err}"
+            );
+        }
+        let err = store.list(&Default::default()).await.unwrap_err();
+        assert!(
+            matches!(err, StoreError::Corrupt { .. }),
+            "{name}: list: {err}"
+        );
+        assert_eq!(
+            store.get("real").await.unwrap(),
+            Some(task(json!({"id": "real"}))),
+            "{name}"
+        );
+        assert_eq!(fs::read(&outside).unwrap(), br#"{"id":"to-outside"}"#);
+    }
+}

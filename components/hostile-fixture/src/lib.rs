@@ -70,6 +70,35 @@ fn outcome<T>(r: std::io::Result<T>) -> String {
     }
 }
 
+/// Symbolic links inside its own directory (std has no stable way to make one under WASI, so
+/// through the `wasi:filesystem` bindings): one whose relative target climbs out, which anything
+/// else reading the directory would follow, and one to a sibling.
+#[cfg(target_family = "wasm")]
+fn links(attempt: &mut impl FnMut(&str, String)) {
+    let dirs = wasip2::filesystem::preopens::get_directories();
+    let Some((root, _)) = dirs.first() else {
+        attempt("find the preopened directory", "denied: none".into());
+        return;
+    };
+    for (target, name) in [
+        ("../../../../../../../../etc", "etcdir"),
+        ("link-out", "sibling"),
+    ] {
+        let made = root.symlink_at(target, name);
+        attempt(
+            &format!("symlink {name} -> {target}"),
+            match made {
+                Ok(()) => "ok".into(),
+                Err(e) => format!("denied: {e:?}"),
+            },
+        );
+    }
+}
+
+/// Natively (clippy, `cargo test --workspace`) the crate is only type-checked.
+#[cfg(not(target_family = "wasm"))]
+fn links(_attempt: &mut impl FnMut(&str, String)) {}
+
 fn escape(id: &str, host_dir: &str) -> String {
     let mut results = Vec::new();
     let mut attempt = |name: &str, r: String| results.push((name.to_owned(), r));
@@ -112,6 +141,13 @@ fn escape(id: &str, host_dir: &str) -> String {
     attempt(
         "remove ../secret.txt",
         outcome(std::fs::remove_file("../secret.txt")),
+    );
+    // Links inside its own directory: a relative symlink that climbs out (which anything else
+    // reading the directory would follow), one to a sibling, and a hard link.
+    links(&mut attempt);
+    attempt(
+        "hard link link-out",
+        outcome(std::fs::hard_link("link-out", "hard")),
     );
     report(id, &results)
 }

@@ -14,7 +14,7 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::hash::BuildHasher;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -25,6 +25,10 @@ pub const TEMP_PREFIX: &str = ".tmp-";
 /// A temp file older than this is a leftover from a crashed writer and may be removed.
 /// Real writes hold a temp file for milliseconds; an hour leaves room for a stalled disk.
 pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
+
+/// The largest Task file a store reads: a larger one is [`DirError::Corrupt`], never read into
+/// memory.
+pub const MAX_TASK_FILE_BYTES: u64 = 64 << 20;
 
 /// One page of a listing: `(id, JSON text)` per Task, and the token for the next page.
 pub type TextPage = (Vec<(String, String)>, Option<String>);
@@ -329,22 +333,108 @@ fn create_temp(dir: &Path) -> Result<(PathBuf, File), DirError> {
     })
 }
 
-/// The file's text: `None` if it does not exist, `Corrupt` if it is not UTF-8.
+/// The file's text: `None` if it does not exist; `Corrupt` if it is not a regular file (a
+/// symbolic link, which is never followed, a FIFO, a device, a directory), is larger than
+/// [`MAX_TASK_FILE_BYTES`] or is not UTF-8. Whoever else writes the directory (another program,
+/// a store component), reading a Task file never blocks and never reads without bound.
 fn read_text(path: &Path) -> Result<Option<String>, DirError> {
-    match fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes)
-            .map(Some)
-            .map_err(|e| DirError::Corrupt {
-                file: path.to_path_buf(),
-                reason: format!("not UTF-8 ({e})"),
-            }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(DirError::Io {
+    let corrupt = |reason: String| DirError::Corrupt {
+        file: path.to_path_buf(),
+        reason,
+    };
+    let io_error = |source: io::Error| match source.kind() {
+        io::ErrorKind::NotFound => Ok(None),
+        _ => Err(DirError::Io {
             op: "read",
             file: path.to_path_buf(),
             source,
         }),
+    };
+    // Looked at before it is opened, so a link or a FIFO is refused without touching what it
+    // names; natively, the open below refuses them again, closing the race.
+    let kind = match fs::symlink_metadata(path) {
+        Ok(meta) => meta.file_type(),
+        Err(e) => return io_error(e),
+    };
+    if !kind.is_file() {
+        return Err(corrupt(not_regular(kind)));
     }
+    let mut file = match open_no_follow(path) {
+        Ok(file) => file,
+        Err(e) if is_link_refused(&e) => {
+            return Err(corrupt(
+                "is a symbolic link, which is never followed".into(),
+            ));
+        }
+        Err(e) => return io_error(e),
+    };
+    let meta = file.metadata().map_err(|source| DirError::Io {
+        op: "read",
+        file: path.to_path_buf(),
+        source,
+    })?;
+    if !meta.is_file() {
+        return Err(corrupt(not_regular(meta.file_type())));
+    }
+    if meta.len() > MAX_TASK_FILE_BYTES {
+        return Err(corrupt(too_large(meta.len())));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    // At most one byte past the cap, in case the file grew since it was looked at.
+    if let Err(e) = (&mut file)
+        .take(MAX_TASK_FILE_BYTES + 1)
+        .read_to_end(&mut bytes)
+    {
+        return io_error(e);
+    }
+    if bytes.len() as u64 > MAX_TASK_FILE_BYTES {
+        return Err(corrupt(too_large(bytes.len() as u64)));
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|e| corrupt(format!("not UTF-8 ({e})")))
+}
+
+fn not_regular(kind: fs::FileType) -> String {
+    let what = if kind.is_symlink() {
+        "a symbolic link, which is never followed"
+    } else if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a regular file (a FIFO, a socket or a device)"
+    };
+    format!("is {what}")
+}
+
+fn too_large(size: u64) -> String {
+    format!("is {size} bytes, over the largest Task file read ({MAX_TASK_FILE_BYTES} bytes)")
+}
+
+/// Opens for reading without following a final symbolic link and without blocking on a FIFO.
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+}
+
+/// Inside a component the host resolves every path beneath the granted directory; the
+/// `symlink_metadata` check before the open is what refuses links there.
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
+
+#[cfg(unix)]
+fn is_link_refused(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ELOOP)
+}
+
+#[cfg(not(unix))]
+fn is_link_refused(_: &io::Error) -> bool {
+    false
 }
 
 fn id_mismatch(wanted: &str, found: &str) -> String {

@@ -55,6 +55,7 @@ use bindings::exports::toolnexus::task_store::store::{
 
 mod cache;
 mod clock;
+mod links;
 mod load;
 pub mod message;
 mod pool;
@@ -274,6 +275,7 @@ impl WasmTaskStoreBuilder {
         let mut linker = Linker::<Host>::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .and_then(|()| clock::bound_clock_subscriptions(&mut linker))
+            .and_then(|()| links::refuse_links(&mut linker))
             .map_err(|e| load_err(format!("{e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             load_err(format!(
