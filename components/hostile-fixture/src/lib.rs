@@ -17,6 +17,7 @@
 //! | `error-ctrl` / `panic-ctrl` / `stderr-ctrl` | fails with an error message / panics with a message / writes a stderr line full of terminal control sequences and a forged log line |
 //! | anything else | nothing (a miss) |
 //!
+//! | `hoard` / `hoard:<n>` | opens a file of its own up to 25,000 (or `<n>`) times and keeps every handle, then reports how many opens succeeded |
 //! | `sleep:<ms>` | sleeps (a WASI clock subscription and a blocking poll), then returns nothing |
 //! | `sleep-forever` | sleeps for `u64::MAX` nanoseconds at a time, forever |
 //!
@@ -198,6 +199,24 @@ impl Guest for Hostile {
             return Ok(None);
         }
         match id.as_str() {
+            hoard if hoard == "hoard" || hoard.starts_with("hoard:") => {
+                let times: u32 = hoard
+                    .strip_prefix("hoard:")
+                    .map_or(Ok(25_000), str::parse)
+                    .map_err(|_| StoreError::InvalidInput("hoard:<n>".into()))?;
+                std::fs::write("/hoard.txt", "x").map_err(|e| StoreError::Io(e.to_string()))?;
+                let mut opened = 0u32;
+                for _ in 0..times {
+                    match std::fs::File::open("/hoard.txt") {
+                        Ok(file) => {
+                            std::mem::forget(file);
+                            opened += 1;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                Ok(Some(report(&id, &[("opened".into(), opened.to_string())])))
+            }
             "sleep-forever" => loop {
                 std::thread::sleep(std::time::Duration::MAX);
             },

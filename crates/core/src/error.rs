@@ -93,6 +93,8 @@ pub enum Limit {
     Timeout(std::time::Duration),
     /// The largest Task accepted from the component, and the size of what it returned.
     AnswerSize { size: usize, max: usize },
+    /// The most host resources (open files, streams, pollables) an instance may hold at once.
+    Handles(usize),
 }
 
 impl std::fmt::Display for Limit {
@@ -100,6 +102,9 @@ impl std::fmt::Display for Limit {
         match self {
             Limit::Memory(bytes) => write!(f, "memory limit of {bytes} bytes"),
             Limit::Timeout(d) => write!(f, "deadline of {d:?} per call"),
+            Limit::Handles(max) => {
+                write!(f, "limit of {max} open host resources (files, streams)")
+            }
             Limit::AnswerSize { size, max } => {
                 write!(
                     f,

@@ -6,12 +6,15 @@
 //! The host grants a component exactly what its builder (or selector) grants, and nothing else:
 //!
 //! - **one directory**, preopened at guest path `/`, read-write or read-only; paths cannot leave
-//!   it (`..`, absolute paths and symlinks that point outside all fail inside wasmtime-wasi);
+//!   it (`..`, absolute paths and symlinks that point outside all fail inside wasmtime-wasi),
+//!   and it cannot create links;
 //! - wall and monotonic clocks and random bytes;
 //! - no environment variables, no arguments, empty stdin, stdout discarded, stderr discarded
 //!   unless [`WasmTaskStoreBuilder::forward_stderr`] sends it to the host's `tracing` log;
 //! - no network: TCP, UDP and name lookup are all denied;
-//! - bounded resources: a cap on each linear memory, a deadline per call (epoch interruption),
+//! - bounded resources: a cap on all linear memories of an instance together, a deadline per
+//!   call that holds in wall-clock time (epoch interruption, and clock waits cut at it), at most
+//!   1,024 host resources (open files, streams) per instance,
 //!   and a maximum Task size in both directions ([`Limits`]).
 //!
 //! What the host promises in return: a component that exceeds a limit, traps, or answers with
@@ -87,7 +90,8 @@ pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Resource limits for a store component. Each applies per call (time) or per instance (memory).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// The most any one linear memory of an instance may grow to, in bytes. Default 64 MiB.
+    /// The most all linear memories of an instance may hold together, in bytes. Default
+    /// 64 MiB.
     pub memory_bytes: usize,
     /// How long one call may run before it is interrupted. Default 5 s.
     pub timeout: Duration,
@@ -197,7 +201,7 @@ impl WasmTaskStoreBuilder {
         self
     }
 
-    /// The cap on each linear memory, in bytes.
+    /// The cap on all linear memories of an instance together, in bytes.
     pub fn memory_limit(mut self, bytes: usize) -> Self {
         self.limits.memory_bytes = bytes;
         self
@@ -443,7 +447,9 @@ impl WasmTaskStore {
                     Err(inner.limit_error(Limit::Timeout(inner.limits.timeout)))
                 }
                 Ok(answer) => {
-                    inner.release(instance);
+                    if !instance.leaks_handles() {
+                        inner.release(instance);
+                    }
                     answer.map_err(|e| inner.wit_error(e))
                 }
                 // The instance may be in any state after a trap: drop it.

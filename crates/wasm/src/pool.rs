@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use toolnexus_core::{Limit, StoreError};
-use wasmtime::component::{InstancePre, ResourceTable};
+use wasmtime::component::{InstancePre, ResourceTable, ResourceTableError};
 use wasmtime::{ResourceLimiter, Store, Trap};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
@@ -59,6 +59,11 @@ impl Instance {
             .set_epoch_deadline(deadline_ticks(limits.timeout));
     }
 
+    /// Whether the instance holds more host resources than a store needs between calls.
+    pub(crate) fn leaks_handles(&mut self) -> bool {
+        self.store.data_mut().table.iter_mut().count() > MAX_HANDLES_BETWEEN_CALLS
+    }
+
     /// Whether the call asked to wait past its deadline (see [`crate::clock`]).
     pub(crate) fn hit_deadline(&self) -> bool {
         self.store.data().deadline.hit
@@ -87,22 +92,56 @@ impl WasiView for Host {
 /// Refuses memory growth past the cap and remembers that it did, so a trap that follows can be
 /// reported as the limit it is.
 pub(crate) struct MemoryLimiter {
+    /// The cap on all linear memories of the instance together.
     pub(crate) memory_bytes: usize,
+    /// What its linear memories hold now, together.
+    pub(crate) total: usize,
     pub(crate) hit: bool,
 }
+
+/// The most host resources (open files, streams, pollables) an instance may hold at once. Each
+/// open file is a host descriptor, so this bounds what one instance can take of the process's
+/// descriptors; `open` past it fails inside the guest.
+pub(crate) const MAX_HANDLES: usize = 1024;
+
+/// An instance that still holds more host resources than this after a call leaks them (a store
+/// needs a handful: its directory, its standard streams); it is dropped instead of pooled, which
+/// closes them.
+pub(crate) const MAX_HANDLES_BETWEEN_CALLS: usize = 64;
+
+/// Core instances, tables and linear memories an instance may create: far more than a store, a
+/// composition of a few components or a JavaScript engine needs, far fewer than wasmtime's
+/// default of 10,000 each.
+const MAX_CORE_INSTANCES: usize = 64;
+const MAX_TABLES: usize = 64;
+const MAX_MEMORIES: usize = 16;
 
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        if desired > self.memory_bytes {
+        let total = self.total.saturating_sub(current).saturating_add(desired);
+        if total > self.memory_bytes {
             self.hit = true;
             return Ok(false);
         }
+        self.total = total;
         Ok(true)
+    }
+
+    fn instances(&self) -> usize {
+        MAX_CORE_INSTANCES
+    }
+
+    fn tables(&self) -> usize {
+        MAX_TABLES
+    }
+
+    fn memories(&self) -> usize {
+        MAX_MEMORIES
     }
 
     fn table_growing(
@@ -152,9 +191,14 @@ impl Inner {
         })?;
         let host = Host {
             wasi: wasi.build(),
-            table: ResourceTable::new(),
+            table: {
+                let mut table = ResourceTable::new();
+                table.set_max_capacity(MAX_HANDLES);
+                table
+            },
             limiter: MemoryLimiter {
                 memory_bytes: self.limits.memory_bytes,
+                total: 0,
                 hit: false,
             },
             // Instantiating and `configure` run under the same deadline as a call.
@@ -244,6 +288,15 @@ impl Inner {
         }
         if store.data().limiter.hit {
             return Some(self.limit_error(Limit::Memory(self.limits.memory_bytes)));
+        }
+        let table_full = err.chain().any(|cause| {
+            matches!(
+                cause.downcast_ref::<ResourceTableError>(),
+                Some(ResourceTableError::Full)
+            )
+        });
+        if table_full {
+            return Some(self.limit_error(Limit::Handles(MAX_HANDLES)));
         }
         None
     }

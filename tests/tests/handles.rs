@@ -1,0 +1,81 @@
+//! A component that hoards host resources cannot take the process's file descriptors: past
+//! 1,024 at once its call fails with the handle limit, and its instance is dropped, closing
+//! them. (Its own test binary, its tests one at a time: they count the process's
+//! descriptors, which tests running beside them would change.)
+
+use std::time::Duration;
+use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::{Limit, StoreError, TaskStore};
+use toolnexus_conformance::HOSTILE_COMPONENT;
+
+/// The tests here count the process's descriptors: one at a time.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").unwrap().count()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hoarded_handles_are_bounded_and_closed_after_the_call() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = WasmTaskStore::builder(ComponentSource::Bytes {
+        name: "hostile.wasm".into(),
+        bytes: HOSTILE_COMPONENT.into(),
+    })
+    .cache(CacheDir::Off)
+    .dir(tmp.path())
+    .timeout(Duration::from_secs(10))
+    .max_instances(1)
+    .build()
+    .unwrap();
+    assert_eq!(store.get("nothing").await.unwrap(), None);
+    let before = open_descriptors();
+
+    let err = store.get("hoard").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::LimitExceeded {
+                limit: Limit::Handles(1024),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // The hoarding instance was dropped; the next call gets a fresh one (with its own
+    // directory handle, as the pooled one had).
+    assert_eq!(store.get("nothing").await.unwrap(), None);
+    assert_eq!(
+        open_descriptors(),
+        before,
+        "descriptors leaked past the call"
+    );
+}
+
+/// Fewer than the limit, kept past the call: the call succeeds, but the instance is not pooled
+/// with them.
+#[tokio::test(flavor = "multi_thread")]
+async fn handles_kept_past_a_call_are_closed_with_their_instance() {
+    let _one = ONE_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let store = WasmTaskStore::builder(ComponentSource::Bytes {
+        name: "hostile.wasm".into(),
+        bytes: HOSTILE_COMPONENT.into(),
+    })
+    .cache(CacheDir::Off)
+    .dir(tmp.path())
+    .max_instances(1)
+    .build()
+    .unwrap();
+    assert_eq!(store.get("nothing").await.unwrap(), None);
+    let before = open_descriptors();
+    let report = store.get("hoard:200").await.unwrap().expect("a report");
+    assert_eq!(report.get("opened").unwrap(), "200");
+    assert_eq!(store.get("nothing").await.unwrap(), None);
+    assert_eq!(
+        open_descriptors(),
+        before,
+        "descriptors leaked past the call"
+    );
+}
