@@ -11,6 +11,20 @@ use toolnexus_conformance::HOSTILE_COMPONENT;
 /// The tests here count the process's descriptors: one at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// The hostile fixture over `dir`, one instance at a time.
+fn hostile(dir: &std::path::Path) -> WasmTaskStore {
+    WasmTaskStore::builder(ComponentSource::Bytes {
+        name: "hostile.wasm".into(),
+        bytes: HOSTILE_COMPONENT.into(),
+    })
+    .cache(CacheDir::Off)
+    .dir(dir)
+    .timeout(Duration::from_secs(10))
+    .max_instances(1)
+    .build()
+    .unwrap()
+}
+
 fn open_descriptors() -> usize {
     std::fs::read_dir("/proc/self/fd").unwrap().count()
 }
@@ -19,16 +33,7 @@ fn open_descriptors() -> usize {
 async fn hoarded_handles_are_bounded_and_closed_after_the_call() {
     let _one = ONE_AT_A_TIME.lock().await;
     let tmp = tempfile::tempdir().unwrap();
-    let store = WasmTaskStore::builder(ComponentSource::Bytes {
-        name: "hostile.wasm".into(),
-        bytes: HOSTILE_COMPONENT.into(),
-    })
-    .cache(CacheDir::Off)
-    .dir(tmp.path())
-    .timeout(Duration::from_secs(10))
-    .max_instances(1)
-    .build()
-    .unwrap();
+    let store = hostile(tmp.path());
     assert_eq!(store.get("nothing").await.unwrap(), None);
     let before = open_descriptors();
 
@@ -59,15 +64,7 @@ async fn hoarded_handles_are_bounded_and_closed_after_the_call() {
 async fn handles_kept_past_a_call_are_closed_with_their_instance() {
     let _one = ONE_AT_A_TIME.lock().await;
     let tmp = tempfile::tempdir().unwrap();
-    let store = WasmTaskStore::builder(ComponentSource::Bytes {
-        name: "hostile.wasm".into(),
-        bytes: HOSTILE_COMPONENT.into(),
-    })
-    .cache(CacheDir::Off)
-    .dir(tmp.path())
-    .max_instances(1)
-    .build()
-    .unwrap();
+    let store = hostile(tmp.path());
     assert_eq!(store.get("nothing").await.unwrap(), None);
     let before = open_descriptors();
     let report = store.get("hoard:200").await.unwrap().expect("a report");
