@@ -108,6 +108,22 @@ pub fn vector(name: &str) -> Task {
         .1
 }
 
+/// One of each store that can list, over fresh folders under `dir`: memory, the native file
+/// store, and the file-store component (`"wasm"`).
+pub fn listing_stores(dir: &Path) -> Vec<(&'static str, Arc<dyn TaskStore>)> {
+    vec![
+        ("memory", Arc::new(toolnexus::InMemoryTaskStore::new())),
+        (
+            "file",
+            Arc::new(toolnexus::FileTaskStore::new(dir.join("file")).unwrap()),
+        ),
+        (
+            "wasm",
+            Arc::new(toolnexus::wasm::WasmTaskStore::file_store(dir.join("wasm")).unwrap()),
+        ),
+    ]
+}
+
 /// Builds a Task from a `json!` value, panicking on a test's own mistake.
 pub fn task(value: Value) -> Task {
     Task::try_from(value).expect("test task is valid")

@@ -1,14 +1,11 @@
 //! The A2A server over real HTTP (in-process server, real client), for every store.
 
 use serde_json::{Value, json};
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use toolnexus::wasm::WasmTaskStore;
-use toolnexus::{
-    FileTaskStore, InMemoryTaskStore, ListQuery, StoreError, Task, TaskPage, TaskStore,
-};
+use toolnexus::{InMemoryTaskStore, ListQuery, StoreError, Task, TaskPage, TaskStore};
 use toolnexus_a2a::{EchoAgent, ServerConfig, codes, serve};
+use toolnexus_conformance::listing_stores;
 
 struct Server {
     url: String,
@@ -77,24 +74,10 @@ impl Server {
     }
 }
 
-fn stores(dir: &Path) -> Vec<(&'static str, Arc<dyn TaskStore>)> {
-    vec![
-        ("memory", Arc::new(InMemoryTaskStore::new())),
-        (
-            "file",
-            Arc::new(FileTaskStore::new(dir.join("file")).unwrap()),
-        ),
-        (
-            "wasm",
-            Arc::new(WasmTaskStore::file_store(dir.join("wasm")).unwrap()),
-        ),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn send_then_poll_until_completed_with_the_echo() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, store) in stores(tmp.path()) {
+    for (name, store) in listing_stores(tmp.path()) {
         let server = start(Arc::clone(&store), Duration::ZERO).await;
         let task = server.send("hello there").await;
         assert_eq!(task["status"]["state"], "submitted", "{name}");
@@ -242,7 +225,7 @@ async fn a_cancel_by_another_writer_is_never_overwritten_by_the_agent() {
 #[tokio::test(flavor = "multi_thread")]
 async fn cancel_works_before_completion_and_is_refused_after() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, store) in stores(tmp.path()) {
+    for (name, store) in listing_stores(tmp.path()) {
         let server = start(store, Duration::from_millis(400)).await;
         let task = server.send("slow").await;
         let id = task["id"].as_str().unwrap();
@@ -269,7 +252,7 @@ async fn cancel_works_before_completion_and_is_refused_after() {
 #[tokio::test(flavor = "multi_thread")]
 async fn list_filters_and_pages_and_delete_removes() {
     let tmp = tempfile::tempdir().unwrap();
-    for (name, store) in stores(tmp.path()) {
+    for (name, store) in listing_stores(tmp.path()) {
         let server = start(store, Duration::ZERO).await;
         let mut ids = Vec::new();
         for i in 0..5 {
@@ -417,7 +400,7 @@ async fn concurrent_clients_under_load_lose_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     const CLIENTS: usize = 16;
     const PER_CLIENT: usize = 25;
-    for (name, store) in stores(tmp.path()) {
+    for (name, store) in listing_stores(tmp.path()) {
         let server = Arc::new(start(store, Duration::ZERO).await);
         let started = Instant::now();
         let mut handles = Vec::new();

@@ -7,8 +7,8 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use toolnexus::state::TaskState;
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
-use toolnexus::{FileTaskStore, InMemoryTaskStore, ListQuery, StoreError, TaskStore};
-use toolnexus_conformance::{GUARDED_FILE_STORE_COMPONENT, task};
+use toolnexus::{InMemoryTaskStore, ListQuery, StoreError, TaskStore};
+use toolnexus_conformance::{GUARDED_FILE_STORE_COMPONENT, listing_stores, task};
 use toolnexus_lifecycle_guard::{NextVersion, check_transition};
 
 /// Every spelling of `state` that occurs in the wild.
@@ -24,24 +24,10 @@ fn with_state(id: &str, state: &str) -> Value {
     json!({"id": id, "contextId": "ctx", "status": {"state": state}})
 }
 
-fn stores(dir: &std::path::Path) -> Vec<(&'static str, Arc<dyn TaskStore>)> {
-    vec![
-        ("memory", Arc::new(InMemoryTaskStore::new())),
-        (
-            "file",
-            Arc::new(FileTaskStore::new(dir.join("file")).unwrap()),
-        ),
-        (
-            "component",
-            Arc::new(WasmTaskStore::file_store(dir.join("component")).unwrap()),
-        ),
-    ]
-}
-
 #[tokio::test]
 async fn the_list_filter_matches_every_spelling_of_a_state_and_no_other_state() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, store) in stores(dir.path()) {
+    for (name, store) in listing_stores(dir.path()) {
         // One Task per spelling of every state.
         let mut saved = Vec::new();
         for state in TaskState::ALL {

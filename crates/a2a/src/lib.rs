@@ -164,6 +164,12 @@ impl RpcError {
     }
 }
 
+impl std::fmt::Display for RpcError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 impl From<StoreError> for RpcError {
     fn from(err: StoreError) -> Self {
         match err {
@@ -349,12 +355,9 @@ async fn transition_rpc(
             }
             TransitionError::Refused(e) => e,
             TransitionError::Store(e) => e.into(),
-            TransitionError::Contended { id, attempts } => RpcError::new(
-                codes::INTERNAL_ERROR,
-                format!(
-                    "task {id} kept changing under this update; gave up after {attempts} attempts"
-                ),
-            ),
+            contended @ TransitionError::Contended { .. } => {
+                RpcError::new(codes::INTERNAL_ERROR, contended.to_string())
+            }
         })
 }
 

@@ -350,23 +350,15 @@ fn read_text(path: &Path) -> Result<Option<String>, DirError> {
             source,
         }),
     };
-    // Looked at before it is opened, so a link or a FIFO is refused without touching what it
-    // names; natively, the open below refuses them again, closing the race.
-    let kind = match fs::symlink_metadata(path) {
-        Ok(meta) => meta.file_type(),
-        Err(e) => return io_error(e),
-    };
-    if !kind.is_file() {
-        return Err(corrupt(not_regular(kind)));
-    }
-    let mut file = match open_no_follow(path) {
+    let mut file = match open_regular(path) {
         Ok(file) => file,
-        Err(e) if is_link_refused(&e) => {
+        Err(Refused::Io(e)) => return io_error(e),
+        Err(Refused::Kind(kind)) => return Err(corrupt(not_regular(kind))),
+        Err(Refused::Link) => {
             return Err(corrupt(
                 "is a symbolic link, which is never followed".into(),
             ));
         }
-        Err(e) => return io_error(e),
     };
     let meta = file.metadata().map_err(|source| DirError::Io {
         op: "read",
@@ -410,31 +402,42 @@ fn too_large(size: u64) -> String {
     format!("is {size} bytes, over the largest Task file read ({MAX_TASK_FILE_BYTES} bytes)")
 }
 
-/// Opens for reading without following a final symbolic link and without blocking on a FIFO.
+/// Why [`open_regular`] did not open a file.
+enum Refused {
+    Io(io::Error),
+    /// Not a regular file: what it is instead (found before opening, inside a component).
+    #[cfg_attr(unix, allow(dead_code))]
+    Kind(fs::FileType),
+    /// A symbolic link (found by the open, natively).
+    #[cfg_attr(not(unix), allow(dead_code))]
+    Link,
+}
+
+/// Opens for reading without following a final symbolic link and without blocking on a FIFO;
+/// the caller's `fstat` then refuses whatever is not a regular file. One open, no extra stat.
 #[cfg(unix)]
-fn open_no_follow(path: &Path) -> io::Result<File> {
+fn open_regular(path: &Path) -> Result<File, Refused> {
     use std::os::unix::fs::OpenOptionsExt;
     fs::OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => Refused::Link,
+            _ => Refused::Io(e),
+        })
 }
 
-/// Inside a component the host resolves every path beneath the granted directory; the
-/// `symlink_metadata` check before the open is what refuses links there.
+/// Inside a component the host resolves every path beneath the granted directory, and there is
+/// no `O_NOFOLLOW`: what the name is gets looked at first, so a link or a FIFO is refused
+/// without opening what it names.
 #[cfg(not(unix))]
-fn open_no_follow(path: &Path) -> io::Result<File> {
-    File::open(path)
-}
-
-#[cfg(unix)]
-fn is_link_refused(e: &io::Error) -> bool {
-    e.raw_os_error() == Some(libc::ELOOP)
-}
-
-#[cfg(not(unix))]
-fn is_link_refused(_: &io::Error) -> bool {
-    false
+fn open_regular(path: &Path) -> Result<File, Refused> {
+    let kind = fs::symlink_metadata(path).map_err(Refused::Io)?.file_type();
+    if !kind.is_file() {
+        return Err(Refused::Kind(kind));
+    }
+    File::open(path).map_err(Refused::Io)
 }
 
 fn id_mismatch(wanted: &str, found: &str) -> String {
