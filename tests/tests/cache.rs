@@ -116,3 +116,70 @@ fn the_cache_can_be_turned_off() {
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["outcome"], "compiled");
 }
+
+/// Entries are native code run without further checks: a cache directory that anyone but us
+/// could write to is neither read nor written, and the component is compiled instead.
+#[cfg(unix)]
+#[test]
+fn a_cache_directory_others_can_write_is_never_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    load(&cache);
+    let entry = entries(&cache).pop().unwrap();
+    for mode in [0o777, 0o770, 0o1777] {
+        fs::set_permissions(&cache, fs::Permissions::from_mode(mode)).unwrap();
+        assert_eq!(
+            load(&cache)["outcome"],
+            "compiled",
+            "mode {mode:o}: an entry there could be anyone's"
+        );
+    }
+    // A fresh directory others can write gets no entry either.
+    let open = tmp.path().join("open");
+    fs::create_dir(&open).unwrap();
+    fs::set_permissions(&open, fs::Permissions::from_mode(0o777)).unwrap();
+    load(&open);
+    assert_eq!(entries(&open), Vec::<std::path::PathBuf>::new());
+    // Private again: the entry is used.
+    fs::set_permissions(&cache, fs::Permissions::from_mode(0o700)).unwrap();
+    assert!(entry.exists());
+    assert_eq!(load(&cache)["outcome"], "disk");
+}
+
+/// In a private directory, an entry others can write, a link, or an entry another user owns
+/// is never used (and is replaced by a fresh private entry).
+#[cfg(unix)]
+#[test]
+fn entries_others_could_have_written_are_never_used() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let tmp = tempfile::tempdir().unwrap();
+    let cache = tmp.path().join("cache");
+    load(&cache);
+    let entry = entries(&cache).pop().unwrap();
+    assert_eq!(
+        fs::metadata(&entry).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "entries are private"
+    );
+
+    fs::set_permissions(&entry, fs::Permissions::from_mode(0o666)).unwrap();
+    assert_eq!(load(&cache)["outcome"], "compiled", "a writable entry");
+    assert_eq!(load(&cache)["outcome"], "disk", "replaced by a private one");
+
+    // The same bytes behind a link (here to a private file of ours, elsewhere).
+    let elsewhere = tmp.path().join("elsewhere.cwasm");
+    fs::rename(&entry, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &entry).unwrap();
+    assert_eq!(load(&cache)["outcome"], "compiled", "a link");
+    assert!(!fs::symlink_metadata(&entry).unwrap().is_symlink());
+    assert_eq!(load(&cache)["outcome"], "disk");
+
+    // Another user's entry (only root can make one).
+    if fs::metadata(&cache).unwrap().uid() == 0 {
+        std::os::unix::fs::chown(&entry, Some(65534), Some(65534)).unwrap();
+        assert_eq!(load(&cache)["outcome"], "compiled", "another user's entry");
+    } else {
+        eprintln!("not root: the other-owner case needs chown and is left out of this run");
+    }
+}

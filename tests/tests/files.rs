@@ -288,3 +288,21 @@ async fn links_fifos_and_oversized_files_are_corrupt_never_followed_or_read() {
         assert_eq!(fs::read(&outside).unwrap(), br#"{"id":"to-outside"}"#);
     }
 }
+
+/// Task files and the directories a store creates are their owner's alone, whatever the umask
+/// lets through: a world-readable default would show every Task to every local user.
+#[cfg(unix)]
+#[tokio::test(flavor = "multi_thread")]
+async fn created_directories_are_0700_and_task_files_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    for (name, open) in BOTH {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("new").join("tasks");
+        let store = open(&dir);
+        store.save(&task(json!({"id": "t1"}))).await.unwrap();
+        assert_eq!(mode(&tmp.path().join("new")), 0o700, "{name}: parent");
+        assert_eq!(mode(&dir), 0o700, "{name}: directory");
+        assert_eq!(mode(&dir.join("t1.json")), 0o600, "{name}: Task file");
+    }
+}

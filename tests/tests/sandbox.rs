@@ -307,7 +307,7 @@ async fn selector_options_set_the_limits() {
     let component = tmp.path().join("hostile.wasm");
     fs::write(&component, HOSTILE_COMPONENT).unwrap();
     let selector = format!(
-        "wasm:{}?dir={}&memory=48MiB&timeout=250ms&max-task=2MiB&cache=off",
+        "wasm:{}?dir={}&memory=48MiB&timeout=250ms&max-task=2MiB&quota=3MiB&cache=off",
         component.display(),
         tmp.path().join("d").display()
     );
@@ -320,7 +320,8 @@ async fn selector_options_set_the_limits() {
         toolnexus::wasm::Limits {
             memory_bytes: 48 << 20,
             timeout: Duration::from_millis(250),
-            max_task_bytes: 2 << 20
+            max_task_bytes: 2 << 20,
+            disk_quota_bytes: 3 << 20,
         }
     );
     let err = store.get("loop").await.unwrap_err();

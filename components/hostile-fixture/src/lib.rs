@@ -20,6 +20,8 @@
 //! | `hoard` / `hoard:<n>` | opens a file of its own up to 25,000 (or `<n>`) times and keeps every handle, then reports how many opens succeeded |
 //! | `sleep:<ms>` | sleeps (a WASI clock subscription and a blocking poll), then returns nothing |
 //! | `sleep-forever` | sleeps for `u64::MAX` nanoseconds at a time, forever |
+//! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file) or `files` (empty files); reports how far it got and the error that stopped it |
+//! | `fill-fail:<how>:<bytes>` | the same, but fails with an `io` error when a write is refused, as a store would |
 //!
 //! `save` traps if the Task's text contains `"trap"` and otherwise succeeds without storing.
 //! `configure` (it exports the optional `config` interface) sleeps forever if its directory
@@ -94,6 +96,113 @@ fn links(attempt: &mut impl FnMut(&str, String)) {
             },
         );
     }
+}
+
+/// Tries to add `bytes` to its directory by `how`; returns what it added and the error that
+/// stopped it, if one did.
+#[cfg(target_family = "wasm")]
+fn fill(how: &str, bytes: u64) -> Result<(u64, Option<String>), StoreError> {
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    const CHUNK: usize = 4096;
+    let dirs = wasip2::filesystem::preopens::get_directories();
+    let (root, _) = dirs
+        .first()
+        .ok_or_else(|| StoreError::Io("no preopened directory".into()))?;
+    let open = |name: &str| {
+        root.open_at(
+            PathFlags::empty(),
+            name,
+            OpenFlags::CREATE | OpenFlags::TRUNCATE,
+            DescriptorFlags::READ | DescriptorFlags::WRITE,
+        )
+        .map_err(|e| StoreError::Io(format!("open {name}: {e:?}")))
+    };
+    let chunk = [b'f'; CHUNK];
+    let mut added = 0u64;
+    let stopped = match how {
+        "std" => {
+            let mut file = std::fs::File::create(format!("/fill-{how}.bin"))
+                .map_err(|e| StoreError::Io(e.to_string()))?;
+            loop {
+                if added >= bytes {
+                    break None;
+                }
+                match file.write_all(&chunk) {
+                    Ok(()) => added += CHUNK as u64,
+                    Err(e) => break Some(format!("{e}")),
+                }
+            }
+        }
+        "pwrite" => {
+            let file = open("fill-pwrite.bin")?;
+            loop {
+                if added >= bytes {
+                    break None;
+                }
+                match file.write(&chunk, added) {
+                    Ok(n) => added += n,
+                    Err(e) => break Some(format!("{e:?}")),
+                }
+            }
+        }
+        "stream" | "append" => {
+            let file = open(&format!("fill-{how}.bin"))?;
+            let stream = if how == "stream" {
+                file.write_via_stream(0)
+            } else {
+                file.append_via_stream()
+            }
+            .map_err(|e| StoreError::Io(format!("{e:?}")))?;
+            loop {
+                if added >= bytes {
+                    break None;
+                }
+                match stream.blocking_write_and_flush(&chunk) {
+                    Ok(()) => added += CHUNK as u64,
+                    Err(wasip2::io::streams::StreamError::LastOperationFailed(e)) => {
+                        let code = wasip2::filesystem::types::filesystem_error_code(&e);
+                        break Some(format!("{code:?}"));
+                    }
+                    Err(e) => break Some(format!("{e:?}")),
+                }
+            }
+        }
+        "set-size" => {
+            let file = open("fill-set-size.bin")?;
+            match file.set_size(bytes) {
+                Ok(()) => {
+                    added = bytes;
+                    None
+                }
+                Err(e) => Some(format!("{e:?}")),
+            }
+        }
+        "files" => {
+            let mut n = 0u64;
+            loop {
+                if added >= bytes {
+                    break None;
+                }
+                match open(&format!("empty-{n}")) {
+                    Ok(_) => added += 4096,
+                    Err(StoreError::Io(e)) => break Some(e),
+                    Err(e) => return Err(e),
+                }
+                n += 1;
+            }
+        }
+        _ => {
+            return Err(StoreError::InvalidInput(format!(
+                "fill: unknown way {how:?}"
+            )));
+        }
+    };
+    Ok((added, stopped))
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn fill(_how: &str, _bytes: u64) -> Result<(u64, Option<String>), StoreError> {
+    Ok((0, None))
 }
 
 /// Natively (clippy, `cargo test --workspace`) the crate is only type-checked.
@@ -190,6 +299,29 @@ impl Guest for Hostile {
                 .parse()
                 .map_err(|_| StoreError::InvalidInput("error-huge:<bytes>".into()))?;
             return Err(StoreError::Other("E".repeat(size)));
+        }
+        for (prefix, fail) in [("fill:", false), ("fill-fail:", true)] {
+            let Some(args) = id.strip_prefix(prefix) else {
+                continue;
+            };
+            let (how, bytes) = args
+                .split_once(':')
+                .and_then(|(how, bytes)| Some((how, bytes.parse::<u64>().ok()?)))
+                .ok_or_else(|| StoreError::InvalidInput("fill:<how>:<bytes>".into()))?;
+            let (added, stopped) = fill(how, bytes)?;
+            if fail && let Some(error) = &stopped {
+                return Err(StoreError::Io(format!(
+                    "wrote {added} bytes, then: {error}"
+                )));
+            }
+            let stopped = stopped.unwrap_or_else(|| "nothing".into());
+            return Ok(Some(report(
+                &id,
+                &[
+                    ("added".into(), added.to_string()),
+                    ("stopped".into(), stopped),
+                ],
+            )));
         }
         if let Some(ms) = id.strip_prefix("sleep:") {
             let ms: u64 = ms

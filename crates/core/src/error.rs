@@ -86,6 +86,7 @@ pub enum StoreError {
 
 /// A resource limit of a store component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Limit {
     /// The cap on a linear memory, in bytes.
     Memory(usize),
@@ -95,6 +96,8 @@ pub enum Limit {
     AnswerSize { size: usize, max: usize },
     /// The most host resources (open files, streams, pollables) an instance may hold at once.
     Handles(usize),
+    /// The disk quota of a read-write directory, in bytes.
+    Disk(u64),
 }
 
 impl std::fmt::Display for Limit {
@@ -105,6 +108,7 @@ impl std::fmt::Display for Limit {
             Limit::Handles(max) => {
                 write!(f, "limit of {max} open host resources (files, streams)")
             }
+            Limit::Disk(bytes) => write!(f, "disk quota of {bytes} bytes"),
             Limit::AnswerSize { size, max } => {
                 write!(
                     f,

@@ -32,7 +32,7 @@ impl FileTaskStore {
         durability: Durability,
     ) -> Result<Self, StoreError> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir)
+        toolnexus_format::dir::create_private_dir(dir)
             .map_err(|e| StoreError::io(format!("cannot create directory {}", dir.display()), e))?;
         let store = DirStore::new(dir, durability);
         store.sweep_temp_files(STALE_TEMP_AGE)?;

@@ -309,11 +309,26 @@ pub fn write_atomically(
     Ok(())
 }
 
+/// Creates `dir` and any missing parents readable by their owner only (0700 on Unix); a
+/// directory that exists keeps its mode, which is its owner's choice.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)
+}
+
 fn create_temp(dir: &Path) -> Result<(PathBuf, File), DirError> {
     let mut last_err = None;
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    // Task files are their owner's alone (0600 on Unix), whatever the umask lets through.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     for _ in 0..16 {
         let path = dir.join(format!("{TEMP_PREFIX}{:032x}", random_u128()));
-        match OpenOptions::new().write(true).create_new(true).open(&path) {
+        match options.open(&path) {
             Ok(file) => return Ok((path, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some((path, e)),
             Err(source) => {

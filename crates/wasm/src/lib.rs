@@ -62,6 +62,7 @@ mod links;
 mod load;
 pub mod message;
 mod pool;
+mod quota;
 mod selector;
 mod stderr_log;
 
@@ -69,6 +70,7 @@ use load::{check_world, compile, engine};
 use pool::{Host, Inner, Instance};
 
 pub use cache::{CacheOutcome, default_cache_dir};
+pub use quota::{DEFAULT_DISK_QUOTA, ENTRY_BYTES};
 pub use selector::{BUILTIN_COMPONENT, WASM_OPTIONS, builder_from_selector};
 
 /// The file-store component built from `components/file-store/`, embedded at compile time.
@@ -97,6 +99,10 @@ pub struct Limits {
     pub timeout: Duration,
     /// The largest Task, as JSON text, accepted by `save` or from `get`. Default 16 MiB.
     pub max_task_bytes: usize,
+    /// The most a read-write directory may hold, counted as file lengths plus 4 KiB per entry
+    /// (see the `quota` module docs). Default [`DEFAULT_DISK_QUOTA`] (1 GiB); unused for
+    /// read-only stores.
+    pub disk_quota_bytes: u64,
 }
 
 impl Default for Limits {
@@ -105,6 +111,7 @@ impl Default for Limits {
             memory_bytes: 64 << 20,
             timeout: Duration::from_secs(5),
             max_task_bytes: 16 << 20,
+            disk_quota_bytes: DEFAULT_DISK_QUOTA,
         }
     }
 }
@@ -219,6 +226,14 @@ impl WasmTaskStoreBuilder {
         self
     }
 
+    /// The most the component's directory may hold (file lengths plus [`ENTRY_BYTES`] per
+    /// entry); writes past it fail inside the guest and the call with
+    /// [`Limit::Disk`](toolnexus_core::Limit::Disk).
+    pub fn disk_quota(mut self, bytes: u64) -> Self {
+        self.limits.disk_quota_bytes = bytes;
+        self
+    }
+
     /// Where compiled components are cached across processes.
     pub fn cache(mut self, cache: CacheDir) -> Self {
         self.cache = cache;
@@ -258,7 +273,7 @@ impl WasmTaskStoreBuilder {
             .dir
             .clone()
             .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
-        std::fs::create_dir_all(&dir)
+        toolnexus_format::dir::create_private_dir(&dir)
             .map_err(|e| StoreError::io(format!("cannot create directory {}", dir.display()), e))?;
         let dir = dir.canonicalize().map_err(|e| {
             StoreError::io(format!("cannot resolve directory {}", dir.display()), e)
@@ -280,6 +295,7 @@ impl WasmTaskStoreBuilder {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .and_then(|()| clock::bound_clock_subscriptions(&mut linker))
             .and_then(|()| links::refuse_links(&mut linker))
+            .and_then(|()| quota::count_disk_use(&mut linker))
             .map_err(|e| load_err(format!("{e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             load_err(format!(
@@ -302,9 +318,20 @@ impl WasmTaskStoreBuilder {
             }
             .to_owned(),
         )];
+        // What the directory holds now, the start of the quota's count.
+        let disk = if self.read_only {
+            None
+        } else {
+            let quota =
+                quota::DiskQuota::measure(&dir, self.limits.disk_quota_bytes).map_err(|e| {
+                    StoreError::io(format!("cannot measure directory {}", dir.display()), e)
+                })?;
+            Some(Arc::new(quota))
+        };
         let inner = Inner {
             name: name.clone(),
             dir,
+            disk,
             pre,
             store_api,
             config,
@@ -416,6 +443,12 @@ impl WasmTaskStore {
         })
     }
 
+    /// What the component's directory holds, as the disk quota counts it (file lengths plus
+    /// [`ENTRY_BYTES`] per entry); `None` for a read-only store.
+    pub fn disk_used(&self) -> Option<u64> {
+        self.inner.disk.as_ref().map(|disk| disk.used())
+    }
+
     /// The limits the component runs under.
     pub fn limits(&self) -> Limits {
         self.inner.limits
@@ -447,10 +480,15 @@ impl WasmTaskStore {
                     Err(inner.limit_error(Limit::Timeout(inner.limits.timeout)))
                 }
                 Ok(answer) => {
+                    let over_quota = instance.hit_quota();
                     if !instance.leaks_handles() {
                         inner.release(instance);
                     }
-                    answer.map_err(|e| inner.wit_error(e))
+                    answer.map_err(|e| match (over_quota, &inner.disk) {
+                        // It failed after a write was refused for the quota: that is why.
+                        (true, Some(disk)) => inner.limit_error(Limit::Disk(disk.limit)),
+                        _ => inner.wit_error(e),
+                    })
                 }
                 // The instance may be in any state after a trap: drop it.
                 Err(trap) => Err(inner.trap_error(&instance, trap)),

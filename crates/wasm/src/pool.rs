@@ -12,6 +12,7 @@ use crate::bindings::exports::toolnexus::task_store::store::{
 };
 use crate::clock::{CallDeadline, GuestClock};
 use crate::message::sanitize;
+use crate::quota::{DiskQuota, QuotaHandle};
 use crate::{EPOCH_TICK, Limits, stderr_log};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -25,6 +26,8 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 pub(crate) struct Inner {
     pub(crate) name: String,
     pub(crate) dir: PathBuf,
+    /// The disk quota's count for a read-write directory ([`crate::quota`]).
+    pub(crate) disk: Option<Arc<DiskQuota>>,
     pub(crate) pre: InstancePre<Host>,
     pub(crate) store_api: StoreIndices,
     pub(crate) config: Option<ConfigIndices>,
@@ -54,6 +57,9 @@ impl Instance {
     pub(crate) fn arm(&mut self, limits: &Limits) {
         let host = self.store.data_mut();
         host.limiter.hit = false;
+        if let Some(quota) = &host.quota {
+            quota.reset();
+        }
         host.deadline = CallDeadline::after(limits.timeout);
         self.store
             .set_epoch_deadline(deadline_ticks(limits.timeout));
@@ -62,6 +68,15 @@ impl Instance {
     /// Whether the instance holds more host resources than a store needs between calls.
     pub(crate) fn leaks_handles(&mut self) -> bool {
         self.store.data_mut().table.iter_mut().count() > MAX_HANDLES_BETWEEN_CALLS
+    }
+
+    /// Whether a write of the call was refused for the disk quota.
+    pub(crate) fn hit_quota(&self) -> bool {
+        self.store
+            .data()
+            .quota
+            .as_ref()
+            .is_some_and(QuotaHandle::hit)
     }
 
     /// Whether the call asked to wait past its deadline (see [`crate::clock`]).
@@ -78,6 +93,8 @@ pub(crate) struct Host {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) deadline: CallDeadline,
     pub(crate) clock: GuestClock,
+    /// The store's disk quota, for a read-write directory.
+    pub(crate) quota: Option<QuotaHandle>,
 }
 
 impl WasiView for Host {
@@ -204,6 +221,7 @@ impl Inner {
             // Instantiating and `configure` run under the same deadline as a call.
             deadline: CallDeadline::after(self.limits.timeout),
             clock,
+            quota: self.disk.clone().map(QuotaHandle::new),
         };
         let mut store = Store::new(self.pre.engine(), host);
         store.limiter(|host| &mut host.limiter);
@@ -211,6 +229,12 @@ impl Inner {
         let setup = self.setup(&mut store);
         if store.data().deadline.hit {
             return Err(self.limit_error(Limit::Timeout(self.limits.timeout)));
+        }
+        if let (Some(disk), Some(quota)) = (&self.disk, &store.data().quota)
+            && quota.hit()
+            && !matches!(setup, Ok(Ok(_)))
+        {
+            return Err(self.limit_error(Limit::Disk(disk.limit)));
         }
         match setup {
             Ok(Ok((api, catalog))) => Ok(Instance {

@@ -1,0 +1,524 @@
+//! A disk quota for read-write store components.
+//!
+//! A component with a read-write directory could otherwise fill the disk: nothing in WASI
+//! bounds how much it writes. So the host counts what the directory holds and refuses to let a
+//! component grow it past its quota ([`crate::WasmTaskStoreBuilder::disk_quota`], selector
+//! option `quota=`, default [`DEFAULT_DISK_QUOTA`]).
+//!
+//! **What is counted:** every file's length, plus [`ENTRY_BYTES`] for every file and
+//! directory (about a block each, so a component cannot exhaust the disk with empty files
+//! either). The count starts from a scan of the directory when the store is built, and then
+//! follows every call that can change it: `write` and the output streams of
+//! `write-via-stream`/`append-via-stream` are charged for whatever they add past the file's
+//! current length; `set-size` for growth; `open-at` with `create` and `create-directory-at` for
+//! a new entry; `unlink-file-at`, `remove-directory-at`, a truncating `open-at` and a `rename-at`
+//! that replaces a file give back what they free. Charging happens before the write: a write
+//! that would pass the quota fails inside the guest with `insufficient-space` (`ENOSPC`), writes
+//! nothing, and the host reports the call as [`toolnexus_core::Limit::Disk`].
+//!
+//! **What is not:** writes by anything other than this store's instances (a native store, another
+//! process) after the scan; the count can only overestimate what the component itself adds
+//! (a sparse file counts at its length, two streams on one file each count their growth).
+
+use crate::pool::Host;
+use bytes::Bytes;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use wasmtime::StoreContextMut;
+use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::sync::filesystem::types::{
+    DescriptorFlags, DescriptorType, ErrorCode, Filesize, Host as TypesHost, HostDescriptor,
+    OpenFlags, PathFlags,
+};
+use wasmtime_wasi::p2::{DynOutputStream, FsResult, OutputStream, Pollable, StreamError};
+
+/// The quota of a read-write `wasm:` store unless set: 1 GiB.
+pub const DEFAULT_DISK_QUOTA: u64 = 1 << 30;
+
+/// What one directory entry (file or directory) counts for besides its length.
+pub const ENTRY_BYTES: u64 = 4096;
+
+/// The interface whose writing functions are wrapped; wasmtime links every `0.2.x` import to
+/// it.
+const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
+
+/// A store's count of what its directory holds, shared by all of its instances.
+#[derive(Debug)]
+pub(crate) struct DiskQuota {
+    pub(crate) limit: u64,
+    used: AtomicU64,
+}
+
+impl DiskQuota {
+    /// Scans `dir` (without following links) for what it holds now.
+    pub(crate) fn measure(dir: &Path, limit: u64) -> std::io::Result<Self> {
+        Ok(DiskQuota {
+            limit,
+            used: AtomicU64::new(usage(dir)?),
+        })
+    }
+
+    /// What the directory holds, as counted.
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Counts `bytes` more if that stays within the limit.
+    fn charge(&self, bytes: u64) -> bool {
+        if bytes == 0 {
+            return true;
+        }
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|total| *total <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn credit(&self, bytes: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                Some(used.saturating_sub(bytes))
+            });
+    }
+}
+
+/// Every entry under `dir`, counted the way writes are.
+fn usage(dir: &Path) -> std::io::Result<u64> {
+    let mut total = 0u64;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let meta = entry.metadata()?; // never follows a link
+            total = total
+                .saturating_add(ENTRY_BYTES)
+                .saturating_add(if meta.is_file() { meta.len() } else { 0 });
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// An instance's view of its store's quota: the shared count, and whether a write of the call
+/// in progress was refused.
+#[derive(Debug, Clone)]
+pub(crate) struct QuotaHandle {
+    disk: Arc<DiskQuota>,
+    hit: Arc<AtomicBool>,
+}
+
+impl QuotaHandle {
+    pub(crate) fn new(disk: Arc<DiskQuota>) -> Self {
+        QuotaHandle {
+            disk,
+            hit: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// Whether a write was refused since the last [`QuotaHandle::reset`].
+    pub(crate) fn hit(&self) -> bool {
+        self.hit.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn reset(&self) {
+        self.hit.store(false, Ordering::Relaxed);
+    }
+
+    fn charge(&self, bytes: u64) -> bool {
+        let ok = self.disk.charge(bytes);
+        if !ok {
+            self.hit.store(true, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    fn credit(&self, bytes: u64) {
+        self.disk.credit(bytes);
+    }
+}
+
+/// A second handle on a borrowed descriptor, for a look before the real call takes the first.
+fn again(fd: &Resource<Descriptor>) -> Resource<Descriptor> {
+    Resource::new_borrow(fd.rep())
+}
+
+/// The answer of a wrapped call: a WASI error code, or a trap when the call trapped.
+type Answer<T> = wasmtime::Result<(Result<T, ErrorCode>,)>;
+
+fn answer<T>(host: &mut Host, result: FsResult<T>) -> Answer<T> {
+    match result {
+        Ok(value) => Ok((Ok(value),)),
+        Err(e) => Ok((Err(TypesHost::convert_error_code(
+            &mut host.filesystem(),
+            e,
+        )?),)),
+    }
+}
+
+fn no_space<T>() -> Answer<T> {
+    Ok((Err(ErrorCode::InsufficientSpace),))
+}
+
+/// The length of an open file, if it is one.
+fn file_len(host: &mut Host, fd: &Resource<Descriptor>) -> Option<u64> {
+    let stat = HostDescriptor::stat(&mut host.filesystem(), again(fd)).ok()?;
+    (stat.type_ == DescriptorType::RegularFile).then_some(stat.size)
+}
+
+/// What the entry at `path` under `dir` counts for, if there is one (links are not followed).
+fn entry_bytes(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Option<u64> {
+    let stat = HostDescriptor::stat_at(
+        &mut host.filesystem(),
+        again(dir),
+        PathFlags::empty(),
+        path.to_owned(),
+    )
+    .ok()?;
+    let len = if stat.type_ == DescriptorType::RegularFile {
+        stat.size
+    } else {
+        0
+    };
+    Some(ENTRY_BYTES.saturating_add(len))
+}
+
+/// A file the component just created is its owner's alone (0600 on Unix), as the native
+/// store's are, whatever the umask lets through. Best effort: the directory the host creates
+/// is 0700 already.
+fn make_private(host: &mut Host, file: &Resource<Descriptor>) {
+    #[cfg(unix)]
+    if let Ok(Descriptor::File(file)) = host.table.get(file) {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = file
+            .file
+            .set_permissions(std::fs::Permissions::from_mode(0o600));
+    }
+    #[cfg(not(unix))]
+    let _ = (host, file);
+}
+
+/// Replaces the functions of `wasi:filesystem/types` that make the directory hold more (or
+/// less) with versions that count, in `linker` (after WASI was added to it). Instances whose
+/// [`Host::quota`] is `None` (read-only stores) go straight through.
+pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    linker.allow_shadowing(true);
+    let mut types = linker.instance(FILESYSTEM_TYPES)?;
+    types.func_wrap(
+        "[method]descriptor.write",
+        |mut cx: StoreContextMut<'_, Host>,
+         (fd, buf, offset): (Resource<Descriptor>, Vec<u8>, Filesize)| {
+            let host = cx.data_mut();
+            let mut charged = 0;
+            if let Some(quota) = host.quota.clone() {
+                let end = offset.saturating_add(buf.len() as u64);
+                charged = file_len(host, &fd).map_or(0, |len| end.saturating_sub(len));
+                if !quota.charge(charged) {
+                    return no_space();
+                }
+            }
+            let result = HostDescriptor::write(&mut host.filesystem(), fd, buf, offset);
+            if result.is_err()
+                && let Some(quota) = &host.quota
+            {
+                quota.credit(charged);
+            }
+            answer(host, result)
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.set-size",
+        |mut cx: StoreContextMut<'_, Host>, (fd, size): (Resource<Descriptor>, Filesize)| {
+            let host = cx.data_mut();
+            let Some(quota) = host.quota.clone() else {
+                let result = HostDescriptor::set_size(&mut host.filesystem(), fd, size);
+                return answer(host, result);
+            };
+            let len = file_len(host, &fd).unwrap_or(0);
+            let growth = size.saturating_sub(len);
+            if !quota.charge(growth) {
+                return no_space();
+            }
+            let result = HostDescriptor::set_size(&mut host.filesystem(), fd, size);
+            match &result {
+                Ok(()) => quota.credit(len.saturating_sub(size)),
+                Err(_) => quota.credit(growth),
+            }
+            answer(host, result)
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.write-via-stream",
+        |mut cx: StoreContextMut<'_, Host>, (fd, offset): (Resource<Descriptor>, Filesize)| {
+            let host = cx.data_mut();
+            let len = file_len(host, &fd);
+            let result = HostDescriptor::write_via_stream(&mut host.filesystem(), fd, offset);
+            let result = match result {
+                Ok(stream) => counted_stream(host, stream, Some(offset), len.unwrap_or(0)),
+                Err(e) => Err(e),
+            };
+            answer(host, result)
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.append-via-stream",
+        |mut cx: StoreContextMut<'_, Host>, (fd,): (Resource<Descriptor>,)| {
+            let host = cx.data_mut();
+            let result = HostDescriptor::append_via_stream(&mut host.filesystem(), fd);
+            let result = match result {
+                Ok(stream) => counted_stream(host, stream, None, 0),
+                Err(e) => Err(e),
+            };
+            answer(host, result)
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.open-at",
+        |mut cx: StoreContextMut<'_, Host>,
+         (fd, path_flags, path, open_flags, flags): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            OpenFlags,
+            DescriptorFlags,
+        )| {
+            let host = cx.data_mut();
+            let quota = host
+                .quota
+                .clone()
+                .filter(|_| open_flags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE));
+            let Some(quota) = quota else {
+                let result = HostDescriptor::open_at(
+                    &mut host.filesystem(),
+                    fd,
+                    path_flags,
+                    path,
+                    open_flags,
+                    flags,
+                );
+                return answer(host, result);
+            };
+            let before = entry_bytes(host, &fd, &path);
+            let creates = before.is_none() && open_flags.contains(OpenFlags::CREATE);
+            if creates && !quota.charge(ENTRY_BYTES) {
+                return no_space();
+            }
+            let result = HostDescriptor::open_at(
+                &mut host.filesystem(),
+                fd,
+                path_flags,
+                path,
+                open_flags,
+                flags,
+            );
+            match (&result, before) {
+                (Ok(file), _) if creates => make_private(host, file),
+                (Err(_), _) if creates => quota.credit(ENTRY_BYTES),
+                (Ok(_), Some(bytes)) if open_flags.contains(OpenFlags::TRUNCATE) => {
+                    quota.credit(bytes.saturating_sub(ENTRY_BYTES))
+                }
+                _ => {}
+            }
+            answer(host, result)
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.create-directory-at",
+        |mut cx: StoreContextMut<'_, Host>, (fd, path): (Resource<Descriptor>, String)| {
+            let host = cx.data_mut();
+            let quota = host.quota.clone();
+            if let Some(quota) = &quota
+                && !quota.charge(ENTRY_BYTES)
+            {
+                return no_space();
+            }
+            let result = HostDescriptor::create_directory_at(&mut host.filesystem(), fd, path);
+            if let (Err(_), Some(quota)) = (&result, &quota) {
+                quota.credit(ENTRY_BYTES);
+            }
+            answer(host, result)
+        },
+    )?;
+    for name in [
+        "[method]descriptor.unlink-file-at",
+        "[method]descriptor.remove-directory-at",
+    ] {
+        let unlink = name.contains("unlink");
+        types.func_wrap(
+            name,
+            move |mut cx: StoreContextMut<'_, Host>, (fd, path): (Resource<Descriptor>, String)| {
+                let host = cx.data_mut();
+                let freed = match host.quota {
+                    Some(_) => entry_bytes(host, &fd, &path),
+                    None => None,
+                };
+                let result = if unlink {
+                    HostDescriptor::unlink_file_at(&mut host.filesystem(), fd, path)
+                } else {
+                    HostDescriptor::remove_directory_at(&mut host.filesystem(), fd, path)
+                };
+                if let (Ok(()), Some(quota), Some(bytes)) = (&result, &host.quota, freed) {
+                    quota.credit(bytes);
+                }
+                answer(host, result)
+            },
+        )?;
+    }
+    types.func_wrap(
+        "[method]descriptor.rename-at",
+        |mut cx: StoreContextMut<'_, Host>,
+         (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
+            let host = cx.data_mut();
+            // What the destination held, if anything, is freed by the rename.
+            let replaced = match host.quota {
+                Some(_) => entry_bytes(host, &new_fd, &new),
+                None => None,
+            };
+            let result = HostDescriptor::rename_at(&mut host.filesystem(), fd, old, new_fd, new);
+            if let (Ok(()), Some(quota), Some(bytes)) = (&result, &host.quota, replaced) {
+                quota.credit(bytes);
+            }
+            answer(host, result)
+        },
+    )?;
+    linker.allow_shadowing(false);
+    Ok(())
+}
+
+/// Swaps a file's new output stream for one that counts what it adds.
+fn counted_stream(
+    host: &mut Host,
+    stream: Resource<DynOutputStream>,
+    offset: Option<u64>,
+    len: u64,
+) -> FsResult<Resource<DynOutputStream>> {
+    let Some(quota) = host.quota.clone() else {
+        return Ok(stream);
+    };
+    let inner = host.table.delete(stream)?;
+    let counted: DynOutputStream = Box::new(CountedStream {
+        inner,
+        quota,
+        position: offset,
+        len,
+    });
+    Ok(host.table.push(counted)?)
+}
+
+/// A file's output stream that is charged for every byte it writes past the file's length.
+struct CountedStream {
+    inner: DynOutputStream,
+    quota: QuotaHandle,
+    /// Where the next write lands, or `None` for an append stream (every byte is growth).
+    position: Option<u64>,
+    /// The file's length as this stream knows it.
+    len: u64,
+}
+
+impl CountedStream {
+    /// Charges a write of `n` bytes, or refuses it as the disk being full.
+    fn charge(&mut self, n: usize) -> Result<(), StreamError> {
+        let n = n as u64;
+        let growth = match self.position {
+            Some(position) => position.saturating_add(n).saturating_sub(self.len),
+            None => n,
+        };
+        if !self.quota.charge(growth) {
+            return Err(StreamError::LastOperationFailed(no_space_error().into()));
+        }
+        if let Some(position) = &mut self.position {
+            *position = position.saturating_add(n);
+            self.len = self.len.max(*position);
+        }
+        Ok(())
+    }
+}
+
+/// The error a refused stream write fails with: `ENOSPC`, which the guest reads as
+/// `insufficient-space`.
+fn no_space_error() -> std::io::Error {
+    #[cfg(unix)]
+    {
+        std::io::Error::from_raw_os_error(libc::ENOSPC)
+    }
+    #[cfg(not(unix))]
+    {
+        std::io::Error::from(std::io::ErrorKind::StorageFull)
+    }
+}
+
+#[async_trait::async_trait]
+impl Pollable for CountedStream {
+    async fn ready(&mut self) {
+        self.inner.ready().await
+    }
+}
+
+#[async_trait::async_trait]
+impl OutputStream for CountedStream {
+    fn write(&mut self, bytes: Bytes) -> Result<(), StreamError> {
+        self.charge(bytes.len())?;
+        self.inner.write(bytes)
+    }
+
+    fn flush(&mut self) -> Result<(), StreamError> {
+        self.inner.flush()
+    }
+
+    fn check_write(&mut self) -> Result<usize, StreamError> {
+        self.inner.check_write()
+    }
+
+    async fn blocking_write_and_flush(&mut self, bytes: Bytes) -> Result<(), StreamError> {
+        self.charge(bytes.len())?;
+        self.inner.blocking_write_and_flush(bytes).await
+    }
+
+    fn write_zeroes(&mut self, n: usize) -> Result<(), StreamError> {
+        self.charge(n)?;
+        self.inner.write_zeroes(n)
+    }
+
+    async fn cancel(&mut self) {
+        self.inner.cancel().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_stop_at_the_limit_and_credits_free_room() {
+        let quota = DiskQuota {
+            limit: 10_000,
+            used: AtomicU64::new(9_000),
+        };
+        assert!(quota.charge(1_000));
+        assert!(!quota.charge(1), "past the limit");
+        assert_eq!(quota.used(), 10_000, "a refused charge counts nothing");
+        quota.credit(5_000);
+        assert!(quota.charge(4_000));
+        quota.credit(u64::MAX);
+        assert_eq!(quota.used(), 0, "credits never wrap");
+        assert!(!quota.charge(u64::MAX), "an overflowing charge is refused");
+    }
+
+    #[test]
+    fn the_scan_counts_lengths_and_entries_without_following_links() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.json"), [b'x'; 100]).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/b.json"), [b'y'; 10]).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
+        let links = if cfg!(unix) { 1 } else { 0 };
+        let quota = DiskQuota::measure(dir.path(), u64::MAX).unwrap();
+        assert_eq!(quota.used(), 110 + (3 + links) * ENTRY_BYTES);
+    }
+}

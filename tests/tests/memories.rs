@@ -1,0 +1,135 @@
+//! Linear memories, tables and core instances are capped per instance, not per memory: a
+//! component cannot multiply the memory cap by declaring many memories, nor take the host's
+//! memory with thousands of tables or instances. The fixtures are store components written in
+//! the component text format, each a minimal valid store (`get` answers "none") with the
+//! shape under test.
+
+use std::time::Duration;
+use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::{Limit, StoreError, TaskStore};
+
+const PAGE: usize = 64 << 10;
+
+/// A store component whose core module has a first memory of `first` pages, then `extra`
+/// more memories of `pages` pages each, `tables` tables, instantiated `instances` times; its
+/// `get` first grows each extra memory by `grow` pages and traps if one of them cannot grow.
+fn component(
+    first: u32,
+    extra: u32,
+    pages: u32,
+    tables: u32,
+    instances: u32,
+    grow: u32,
+) -> Vec<u8> {
+    let memories: String = (0..extra).map(|_| format!("(memory {pages})")).collect();
+    let tables: String = (0..tables)
+        .map(|_| "(table 1 funcref)".to_owned())
+        .collect();
+    let grows: String = (1..=extra)
+        .map(|m| {
+            format!(
+                "(if (i32.eq (memory.grow {m} (i32.const {grow})) (i32.const -1)) (then unreachable))"
+            )
+        })
+        .collect();
+    let spare: String = (1..instances)
+        .map(|_| "(core instance (instantiate $m))".to_owned())
+        .collect();
+    let text = format!(
+        r#"(component
+  (core module $m
+    (memory (export "memory") {first})
+    {memories}
+    {tables}
+    (global $next (mut i32) (i32.const 1024))
+    (func (export "realloc") (param i32 i32 i32 i32) (result i32)
+      (local $p i32)
+      (local.set $p (global.get $next))
+      (global.set $next (i32.add (global.get $next) (local.get 3)))
+      (local.get $p))
+    (func (export "get") (param i32 i32) (result i32)
+      {grows}
+      (i32.store (i32.const 0) (i32.const 0))
+      (i32.store (i32.const 4) (i32.const 0))
+      (i32.const 0))
+    (func (export "save") (param i32 i32) (result i32)
+      (i32.store (i32.const 0) (i32.const 0))
+      (i32.const 0)))
+  (core instance $i (instantiate $m))
+  {spare}
+  (type $store-error (variant (case "invalid-input" string) (case "corrupt" string) (case "io" string) (case "other" string)))
+  (func $get (param "id" string) (result (result (option string) (error $store-error)))
+    (canon lift (core func $i "get") (memory (core memory $i "memory")) (realloc (core func $i "realloc"))))
+  (func $save (param "task" string) (result (result (error $store-error)))
+    (canon lift (core func $i "save") (memory (core memory $i "memory")) (realloc (core func $i "realloc"))))
+  (instance $store
+    (export "store-error" (type $store-error))
+    (export "get" (func $get))
+    (export "save" (func $save)))
+  (export "toolnexus:task-store/store@0.1.0" (instance $store)))"#
+    );
+    wat::parse_str(text).expect("the fixture is valid WAT")
+}
+
+fn build(bytes: Vec<u8>) -> Result<WasmTaskStore, StoreError> {
+    let tmp = tempfile::tempdir().unwrap();
+    WasmTaskStore::builder(ComponentSource::Bytes {
+        name: "memories.wasm".into(),
+        bytes: bytes.into(),
+    })
+    .cache(CacheDir::Off)
+    .dir(tmp.path())
+    .timeout(Duration::from_secs(10))
+    .memory_limit(64 << 20)
+    .build()
+}
+
+fn load_error(bytes: Vec<u8>) -> String {
+    match build(bytes) {
+        Ok(_) => panic!("the component loaded"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_store_with_a_few_memories_within_the_cap_works() {
+    // 4 × 8 MiB, growing each by 4 MiB in `get`: 48 MiB in all, under 64 MiB.
+    let store = build(component(1, 4, 128, 0, 1, 64)).unwrap();
+    assert_eq!(store.get("x").await.unwrap(), None);
+}
+
+#[test]
+fn memories_that_together_pass_the_cap_are_refused_at_load() {
+    // Four memories of 20 MiB: each under the 64 MiB cap, 80 MiB together.
+    let msg = load_error(component(1, 4, (20 << 20) / PAGE as u32, 0, 1, 0));
+    assert!(msg.contains("memory limit of 67108864 bytes"), "{msg}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn memories_grown_together_past_the_cap_fail_the_call_with_the_memory_limit() {
+    // Three memories of 1 page, each grown by 24 MiB in `get`: the third growth passes 64 MiB.
+    let store = build(component(1, 3, 1, 0, 1, (24 << 20) / PAGE as u32)).unwrap();
+    let err = store.get("x").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::LimitExceeded {
+                limit: Limit::Memory(m),
+                ..
+            } if m == 64 << 20
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn too_many_memories_tables_or_instances_are_refused_at_load() {
+    for (what, bytes) in [
+        ("memories", component(1, 16, 1, 0, 1, 0)),
+        ("tables", component(1, 0, 1, 65, 1, 0)),
+        ("instances", component(1, 0, 1, 0, 65, 0)),
+    ] {
+        let msg = load_error(bytes);
+        assert!(msg.contains("instantiation failed"), "{what}: {msg}");
+    }
+}

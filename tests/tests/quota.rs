@@ -1,0 +1,191 @@
+//! The disk quota of read-write components: whichever way a component writes (std's files,
+//! `descriptor.write`, output streams, appends, a sparse `set-size`, empty files), its
+//! directory never holds more than the quota, the refused write fails inside the guest as
+//! `insufficient-space`, and a call that fails because of it is reported as `Limit::Disk`.
+
+use serde_json::json;
+use std::path::Path;
+use std::time::Duration;
+use toolnexus::wasm::{CacheDir, ComponentSource, ENTRY_BYTES, WasmTaskStore};
+use toolnexus::{Limit, StoreError, TaskStore};
+use toolnexus_conformance::{HOSTILE_COMPONENT, task};
+
+const QUOTA: u64 = 1 << 20;
+
+/// What it tries to add: eight times the quota.
+const ATTEMPT: u64 = 8 << 20;
+
+fn hostile(dir: &Path, quota: u64) -> WasmTaskStore {
+    WasmTaskStore::builder(ComponentSource::Bytes {
+        name: "hostile.wasm".into(),
+        bytes: HOSTILE_COMPONENT.into(),
+    })
+    .cache(CacheDir::Off)
+    .dir(dir)
+    .timeout(Duration::from_secs(20))
+    .disk_quota(quota)
+    .build()
+    .unwrap()
+}
+
+/// What `dir` holds, counted as the quota counts it, measured here independently.
+fn held(dir: &Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let meta = entry.unwrap().metadata().unwrap();
+        total += ENTRY_BYTES + if meta.is_file() { meta.len() } else { 0 };
+        if meta.is_dir() {
+            panic!("the fixture makes no directories");
+        }
+    }
+    total
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_way_of_writing_stops_at_the_quota() {
+    for how in ["std", "pwrite", "stream", "append", "set-size", "files"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = hostile(tmp.path(), QUOTA);
+        let report = store
+            .get(&format!("fill:{how}:{ATTEMPT}"))
+            .await
+            .unwrap()
+            .expect("a report");
+        let added: u64 = report
+            .get("added")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let stopped = report
+            .get("stopped")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_lowercase();
+        // wasi-libc (under Rust's std) turns every stream error into EIO; the WASI calls
+        // themselves say `insufficient-space`.
+        let full = if how == "std" {
+            "i/o error"
+        } else {
+            "insufficient-space"
+        };
+        assert!(
+            stopped.contains(full),
+            "{how}: the guest should see the disk as full, it saw {stopped:?} after {added} bytes"
+        );
+        assert!(added <= QUOTA, "{how}: it added {added} bytes");
+        let held = held(tmp.path());
+        assert!(held <= QUOTA, "{how}: the directory holds {held} bytes");
+        assert_eq!(
+            store.disk_used(),
+            Some(held),
+            "{how}: the count matches the directory"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_that_fails_on_a_refused_write_reports_the_disk_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = hostile(tmp.path(), QUOTA);
+    let err = store
+        .get(&format!("fill-fail:stream:{ATTEMPT}"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::LimitExceeded {
+                limit: Limit::Disk(QUOTA),
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("disk quota of 1048576 bytes"),
+        "{err}"
+    );
+    // The store keeps answering.
+    assert_eq!(store.get("nothing").await.unwrap(), None);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_count_starts_from_what_the_directory_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("old.bin"), vec![0u8; 900 << 10]).unwrap();
+    let store = hostile(tmp.path(), QUOTA);
+    assert_eq!(store.disk_used(), Some((900 << 10) + ENTRY_BYTES));
+    let report = store
+        .get(&format!("fill:pwrite:{ATTEMPT}"))
+        .await
+        .unwrap()
+        .expect("a report");
+    let added: u64 = report
+        .get("added")
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        added <= QUOTA - (900 << 10) - ENTRY_BYTES,
+        "it added {added}"
+    );
+    assert!(held(tmp.path()) <= QUOTA);
+}
+
+/// The built-in file store under a small quota: rewriting a Task reuses its room (the rename
+/// over the old file frees it), a new Task past the quota is refused as the disk limit with
+/// nothing left behind, and deleting makes room again.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_file_store_frees_what_it_replaces_and_deletes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
+        .dir(tmp.path())
+        .disk_quota(256 << 10)
+        .build()
+        .unwrap();
+    let big = |id: &str, n: u64| task(json!({"id": id, "n": n, "pad": "x".repeat(100 << 10)}));
+    for n in 0..20 {
+        store.save(&big("a", n)).await.unwrap();
+    }
+    store.save(&big("b", 0)).await.unwrap();
+    let before = toolnexus_conformance::snapshot(tmp.path());
+    let err = store.save(&big("c", 0)).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::LimitExceeded {
+                limit: Limit::Disk(q),
+                ..
+            } if q == 256 << 10
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        toolnexus_conformance::snapshot(tmp.path()),
+        before,
+        "a refused save leaves the directory as it was"
+    );
+    assert_eq!(store.disk_used(), Some(held(tmp.path())));
+    store.delete("b").await.unwrap();
+    store.save(&big("c", 0)).await.unwrap();
+    assert_eq!(store.get("a").await.unwrap(), Some(big("a", 19)));
+    assert_eq!(store.get("c").await.unwrap(), Some(big("c", 0)));
+}
+
+#[test]
+fn the_quota_option_takes_a_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let selector = format!("wasm:builtin?dir={}&quota=lots", tmp.path().display());
+    let Err(err) = toolnexus::resolve_store(selector.as_str()) else {
+        panic!("a bad quota was accepted");
+    };
+    assert!(
+        matches!(err, StoreError::InvalidSelector { ref reason, .. } if reason.contains("\"quota\"")),
+        "{err}"
+    );
+}
