@@ -39,18 +39,35 @@ fn assert_timeout(err: &StoreError) {
     );
 }
 
-/// Runs an async test on a runtime of its own that, when the test ends (or fails), does not
-/// wait for its blocking threads: if the host regresses and a guest call never returns, the
-/// test fails at its guard instead of hanging the suite.
-fn detached<F: std::future::Future>(test: F) -> F::Output {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(test)));
-    runtime.shutdown_background();
-    outcome.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+/// Runs an async test on a runtime of its own, on a thread of its own, and waits for it at most
+/// [`GUARD`] by the wall clock: if the host regresses and a guest call never returns, or the
+/// guest wedges the runtime's own timers (a clock wait of `u64::MAX` nanoseconds handed to
+/// Tokio does), the test fails here instead of hanging the suite. The runtime is never waited
+/// for: its blocking threads are left behind.
+fn detached<F>(test: F) -> F::Output
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let (done, outcome) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let result =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(test)));
+        runtime.shutdown_background();
+        let _ = done.send(result);
+    });
+    match outcome.recv_timeout(GUARD) {
+        Ok(result) => result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+        Err(_) => panic!("the test was still running after {GUARD:?}: a call never returned"),
+    }
 }
+
+/// How long a [`detached`] test may run in all.
+const GUARD: Duration = Duration::from_secs(60);
 
 /// After any attack, the same store still answers.
 async fn still_serves(store: &WasmTaskStore) {

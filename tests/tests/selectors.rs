@@ -277,3 +277,30 @@ fn a_component_with_the_wrong_shape_of_store_is_refused() {
     let msg = load_error(Some(&bytes));
     assert!(msg.contains("exports do not match"), "{msg}");
 }
+
+/// Compiling costs time and memory in proportion to a component's size: one larger than
+/// `max-component` is refused before it is compiled (or read whole).
+#[test]
+fn a_component_larger_than_max_component_is_refused_before_compiling() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("big.wasm");
+    fs::write(&path, FILE_STORE_COMPONENT).unwrap();
+    let selector = |max: &str| {
+        format!(
+            "wasm:{}?dir={}&cache=off&max-component={max}",
+            path.display(),
+            tmp.path().join("d").display()
+        )
+    };
+    let err = resolve_store(selector("100KiB"))
+        .err()
+        .expect("a component over the limit is refused");
+    assert!(matches!(err, StoreError::Load { .. }), "{err}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains(&format!("it is {} bytes", FILE_STORE_COMPONENT.len())),
+        "{msg}"
+    );
+    assert!(msg.contains("more than the 102400 bytes"), "{msg}");
+    assert!(resolve_store(selector("1MiB")).is_ok(), "within the limit");
+}

@@ -1,5 +1,6 @@
 //! Driver and pool errors as [`StoreError`]s, classified by what the driver exposes: the
-//! server's SQLSTATE code, a closed connection, an I/O cause; never by message text.
+//! server's SQLSTATE code, a closed connection, an I/O cause, a TLS (rustls) cause; never by
+//! message text.
 
 use deadpool_postgres::{PoolError, TimeoutType};
 use std::fmt::Write as _;
@@ -57,6 +58,31 @@ fn io_cause(e: &tokio_postgres::Error) -> Option<&std::io::Error> {
     std::error::Error::source(e).and_then(|s| s.downcast_ref::<std::io::Error>())
 }
 
+/// Why the store refused the server's certificate, if that is what the error is: the TLS
+/// handshake (rustls, under the driver's I/O error) failed verification (`sslmode=verify-ca`,
+/// `verify-full`, or a `sslrootcert`). The connection was never used.
+pub(crate) fn tls_verification_failure(e: &tokio_postgres::Error) -> Option<String> {
+    use rustls::{CertificateError, Error as Tls};
+    let tls = io_cause(e)?.get_ref()?.downcast_ref::<Tls>()?;
+    let hint = match tls {
+        Tls::InvalidCertificate(CertificateError::UnknownIssuer) => {
+            " (it is not signed by a CA in sslrootcert, or without sslrootcert by one of the \
+             system's roots)"
+        }
+        Tls::InvalidCertificate(
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+        ) => {
+            " (sslmode=verify-full checks that the certificate names the host connected to; \
+             verify-ca does not)"
+        }
+        Tls::InvalidCertificate(_) | Tls::NoCertificatesPresented => "",
+        _ => return None,
+    };
+    Some(format!(
+        "TLS verification failed: the server's certificate was refused: {tls}{hint}"
+    ))
+}
+
 /// A driver error as a [`StoreError`]. `connecting`: while resolving the store, when refused
 /// credentials, a missing database or a connection the URL cannot describe are the caller's to
 /// fix.
@@ -102,15 +128,24 @@ pub(crate) fn pg_error(store: &str, e: &tokio_postgres::Error, connecting: bool)
             }
         };
     }
+    if let Some(reason) = tls_verification_failure(e) {
+        // The certificate does not pass the checks the URL asks for: the operator's to fix
+        // (the CA file, the mode, the host name). Once the store runs (the server's
+        // certificate changed), the server is unusable until then.
+        return if connecting {
+            StoreError::InvalidSelector {
+                selector: store.to_owned(),
+                reason,
+            }
+        } else {
+            unavailable(reason)
+        };
+    }
     let text = chain(e);
     if connection_lost(e) {
         return unavailable(text);
     }
     let cause = std::error::Error::source(e);
-    if cause.is_some_and(|c| c.is::<tokio_postgres::tls::NoTlsError>()) {
-        // The server or the URL demands TLS, which this build does not speak.
-        return unavailable(text);
-    }
     if connecting && cause.is_some() {
         // The URL parsed up front, so what the driver still refuses while connecting, short of
         // I/O and the server's own answers, is a setting it cannot use ("password missing",
@@ -132,7 +167,16 @@ pub(crate) fn pool_error(store: &str, e: PoolError, connecting: bool) -> StoreEr
         reason,
     };
     match e {
-        PoolError::Backend(e) => pg_error(store, &e, connecting),
+        // Only making a connection fails this way (the fast recycling method never queries).
+        PoolError::Backend(e) => match pg_error(store, &e, connecting) {
+            // A connection that cannot be made once the store runs, for a reason that is
+            // neither I/O nor the server's answer (the server stopped offering TLS under
+            // sslmode=require, say), is the server's state, not the store's fault.
+            StoreError::Backend { store, reason } if !connecting && e.as_db_error().is_none() => {
+                StoreError::Unavailable { store, reason }
+            }
+            other => other,
+        },
         PoolError::Timeout(TimeoutType::Wait) => {
             unavailable("timed out waiting for a free connection".into())
         }

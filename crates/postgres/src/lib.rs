@@ -29,6 +29,11 @@
 //!
 //! Calls run on a small Tokio runtime the store owns (the driver's connections live there), so
 //! the store works from any runtime, or none at construction, and dropping it never blocks.
+//!
+//! TLS: rustls (the *ring* provider), with libpq's `sslmode` (`disable`, `prefer` — the
+//! default —, `require`, `verify-ca`, `verify-full`) and `sslrootcert` (a PEM file of CA
+//! certificates, or `system`), with libpq's meanings; see the `tls` module and
+//! `docs/postgres.md`.
 
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use serde_json::{Map, Value};
@@ -44,6 +49,7 @@ use toolnexus_core::{ListQuery, StoreError, Task, TaskPage, TaskStore, check_exp
 
 mod errors;
 mod selector;
+mod tls;
 
 use errors::{chain, connection_lost, pg_error, pool_error};
 pub use selector::{builder_from_selector, redact};
@@ -52,8 +58,9 @@ pub use selector::{builder_from_selector, redact};
 pub const DEFAULT_TABLE: &str = "toolnexus_tasks";
 
 /// The options a `postgres://` selector takes for the store itself (after `?`); every other
-/// option is a libpq connection parameter (`sslmode`, `connect_timeout`, `application_name`,
-/// `options`, …) and is passed to the driver.
+/// option is a libpq connection parameter (`sslmode`, `sslrootcert`, `connect_timeout`,
+/// `application_name`, `options`, …): `sslmode` and `sslrootcert` set up TLS, the rest is
+/// passed to the driver.
 pub const POSTGRES_OPTIONS: &[&str] = &["table", "pool", "timeout"];
 
 const DEFAULT_POOL_SIZE: usize = 8;
@@ -125,8 +132,11 @@ pub struct PostgresTaskStoreBuilder {
 
 impl PostgresTaskStore {
     /// Settings for a store over the server at `url`: a libpq connection URL
-    /// (`postgres://user:password@host:port/dbname?sslmode=disable`) or key-value string
-    /// (`host=db user=app dbname=agents`).
+    /// (`postgres://user:password@host:port/dbname?sslmode=verify-full`) or key-value string
+    /// (`host=db user=app dbname=agents sslmode=require`). TLS follows libpq's `sslmode`
+    /// (`disable`, `prefer` — the default —, `require`, `verify-ca`, `verify-full`) and
+    /// `sslrootcert` (a PEM file of CA certificates, or `system`; default for verification:
+    /// the system's roots).
     pub fn builder(url: impl Into<String>) -> PostgresTaskStoreBuilder {
         PostgresTaskStoreBuilder {
             url: url.into(),
@@ -255,20 +265,23 @@ impl PostgresTaskStoreBuilder {
             selector: shown.clone(),
             reason,
         };
-        let mut config = Config::from_str(&self.url)
+        let (url, tls) = tls::Tls::take_from(&self.url).map_err(&invalid)?;
+        let mut config = Config::from_str(&url)
             .map_err(|e| invalid(format!("not a PostgreSQL connection URL: {}", chain(&e))))?;
+        config.ssl_mode(tls.driver_mode());
         if config.get_hosts().is_empty() {
             return Err(invalid("no host in the URL".into()));
         }
         if config.get_user().is_none() {
             return Err(invalid("no user in the URL".into()));
         }
-        if config.get_ssl_mode() == SslMode::Require {
-            return Err(invalid(
-                "sslmode=require: this build's PostgreSQL store connects without TLS \
-                 (use sslmode=disable or prefer, a Unix socket, or a TLS-terminating proxy)"
-                    .into(),
-            ));
+        // As libpq: sslmode does not apply to Unix sockets, which never carry TLS.
+        if config
+            .get_hosts()
+            .iter()
+            .all(|host| matches!(host, Host::Unix(_)))
+        {
+            config.ssl_mode(SslMode::Disable);
         }
         let table = quote_table(&self.table).map_err(invalid)?;
         if self.pool_size == 0 {
@@ -292,6 +305,8 @@ impl PostgresTaskStoreBuilder {
         if config.get_application_name().is_none() {
             config.application_name("toolnexus");
         }
+        // The roots are read now: a missing or unusable sslrootcert fails here, naming it.
+        let connector = tls.connector().map_err(&invalid)?;
         let describe = describe(&config, &self.table);
 
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -300,13 +315,13 @@ impl PostgresTaskStoreBuilder {
             .enable_all()
             .build()
             .map_err(|e| StoreError::io("cannot start the PostgreSQL store's threads", e))?;
-        let manager = Manager::from_config(
-            config,
-            NoTls,
-            ManagerConfig {
-                recycling_method: RecyclingMethod::Fast,
-            },
-        );
+        let manager_config = ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        };
+        let manager = match connector {
+            Some(rustls) => Manager::from_config(config, rustls, manager_config),
+            None => Manager::from_config(config, NoTls, manager_config),
+        };
         let pool = Pool::builder(manager)
             .max_size(self.pool_size)
             .runtime(Runtime::Tokio1)

@@ -14,8 +14,9 @@
 //! - no network: TCP, UDP and name lookup are all denied;
 //! - bounded resources: a cap on all linear memories of an instance together, a deadline per
 //!   call that holds in wall-clock time (epoch interruption, and clock waits cut at it), at most
-//!   1,024 host resources (open files, streams) per instance,
-//!   and a maximum Task size in both directions ([`Limits`]).
+//!   1,024 host resources (open files, streams) per instance, a disk quota on a read-write
+//!   directory, and a maximum Task size in both directions ([`Limits`]);
+//! - files it creates are 0600, and the directory, when the host creates it, 0700.
 //!
 //! What the host promises in return: a component that exceeds a limit, traps, or answers with
 //! something that is not the Task asked for gets a typed error for that call
@@ -85,6 +86,12 @@ pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.1.0";
 pub const CONFIG_INTERFACE: &str = "toolnexus:task-store/config@0.1.0";
 /// The optional listing-and-deleting interface a store component may export.
 pub const CATALOG_INTERFACE: &str = "toolnexus:task-store/catalog@0.1.0";
+
+/// The largest component compiled unless [`WasmTaskStoreBuilder::max_component_size`] says
+/// otherwise: 32 MiB, over twice the largest store we know of (a JavaScript engine, 12 MiB),
+/// and at most about a minute and 3 GiB of compiling for the worst shape we found (see
+/// `docs/security.md`).
+pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 32 << 20;
 
 /// How often the epoch advances; per-call deadlines are rounded up to this.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -161,6 +168,7 @@ pub struct WasmTaskStoreBuilder {
     cache: CacheDir,
     memoize: bool,
     durability: Durability,
+    max_component_bytes: u64,
 }
 
 /// Timings and outcome of loading a component, for diagnostics and benchmarks.
@@ -248,6 +256,15 @@ impl WasmTaskStoreBuilder {
         self
     }
 
+    /// The largest component file this builder compiles (default
+    /// [`DEFAULT_MAX_COMPONENT_BYTES`], 32 MiB): compiling costs time and memory in proportion
+    /// to a component's size (see `docs/security.md` for the figures), so a huge one is refused
+    /// before it is read whole or compiled.
+    pub fn max_component_size(mut self, bytes: u64) -> Self {
+        self.max_component_bytes = bytes;
+        self
+    }
+
     /// Whether to reuse a component this process already compiled (default `true`). Turn it
     /// off only to measure or test compiling and the disk cache.
     pub fn memoize(mut self, memoize: bool) -> Self {
@@ -286,8 +303,14 @@ impl WasmTaskStoreBuilder {
             CacheDir::At(dir) => Some(dir.clone()),
             CacheDir::Off => None,
         };
-        let (component, outcome) =
-            compile(engine, &self.source, cache_dir.as_deref(), self.memoize).map_err(&load_err)?;
+        let (component, outcome) = compile(
+            engine,
+            &self.source,
+            cache_dir.as_deref(),
+            self.memoize,
+            self.max_component_bytes,
+        )
+        .map_err(&load_err)?;
         let load = started.elapsed();
         check_world(engine, &component).map_err(&load_err)?;
 
@@ -395,6 +418,7 @@ impl WasmTaskStore {
             cache: CacheDir::Default,
             memoize: true,
             durability: Durability::Full,
+            max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
         }
     }
 

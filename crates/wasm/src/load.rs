@@ -45,17 +45,29 @@ pub(crate) fn compile(
     source: &ComponentSource,
     cache_dir: Option<&Path>,
     memoize: bool,
+    max_bytes: u64,
 ) -> Result<(Component, CacheOutcome), String> {
     static COMPILED: OnceLock<Mutex<HashMap<[u8; 32], Component>>> = OnceLock::new();
+    let too_big = |size: u64| {
+        format!(
+            "it is {size} bytes, more than the {max_bytes} bytes this host compiles \
+             (compiling costs time and memory in proportion to size; raise max-component to allow it)"
+        )
+    };
     let owned;
     let bytes: &[u8] = match source {
         ComponentSource::BuiltinFileStore => FILE_STORE_COMPONENT,
         ComponentSource::File(path) => {
-            owned = std::fs::read(path).map_err(|e| format!("cannot read the file: {e}"))?;
+            owned = read_at_most(path, max_bytes)
+                .map_err(|e| format!("cannot read the file: {e}"))?
+                .map_err(too_big)?;
             &owned
         }
         ComponentSource::Bytes { bytes, .. } => bytes,
     };
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_big(bytes.len() as u64));
+    }
     check_header(bytes)?;
     let digest: [u8; 32] = Sha256::digest(bytes).into();
     let memo = COMPILED.get_or_init(Default::default);
@@ -79,6 +91,23 @@ pub(crate) fn compile(
         .unwrap_or_else(|e| e.into_inner())
         .insert(digest, component.clone());
     Ok((component, outcome))
+}
+
+/// The file's bytes if it holds at most `max` of them; otherwise its size (never reading more
+/// than `max + 1` bytes, whatever the file claims or turns out to be).
+fn read_at_most(path: &Path, max: u64) -> std::io::Result<Result<Vec<u8>, u64>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let claimed = file.metadata()?.len();
+    if claimed > max {
+        return Ok(Err(claimed));
+    }
+    let mut bytes = Vec::with_capacity(claimed as usize);
+    file.take(max.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max {
+        return Ok(Err(bytes.len() as u64));
+    }
+    Ok(Ok(bytes))
 }
 
 /// Says what a file is when it is not a component, before the parser's less friendly message.

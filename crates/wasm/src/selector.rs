@@ -22,12 +22,13 @@ pub const WASM_OPTIONS: &[&str] = &[
     "stderr",
     "cache",
     "quota",
+    "max-component",
 ];
 
 /// The builder a `wasm:` selector describes, not yet built (nothing is read or compiled here):
 /// `wasm:<path>` or `wasm:builtin`, then options ([`WASM_OPTIONS`]): `dir=<dir>`,
 /// `readonly=true`, `memory=64MiB`, `timeout=5s`, `max-task=16MiB`, `instances=8`,
-/// `durability=full|relaxed`, `stderr=log|off`, `cache=<dir>|off`, `quota=1GiB`. Option values are
+/// `durability=full|relaxed`, `stderr=log|off`, `cache=<dir>|off`, `quota=1GiB`, `max-component=32MiB`. Option values are
 /// percent-decoded. Anything else is a [`StoreError::InvalidSelector`] naming what is wrong.
 pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, StoreError> {
     let invalid = |reason: &str| StoreError::InvalidSelector {
@@ -69,6 +70,9 @@ pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, Sto
             }
             "quota" => builder
                 .disk_quota(parse_size(&value).ok_or_else(|| bad("a size like 1GiB"))? as u64),
+            "max-component" => builder.max_component_size(
+                parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))? as u64,
+            ),
             "timeout" => builder
                 .timeout(parse_duration(&value).ok_or_else(|| bad("a duration like 5s or 250ms"))?),
             "readonly" => {
