@@ -8,9 +8,20 @@
 //! so a restarted server over the same store finds every acknowledged Task in its last state.
 //!
 //! It knows no store: give it any `Arc<dyn TaskStore>` (from `toolnexus::resolve_store`, or
-//! your own). State changes go through [`toolnexus_core::transition`], so a cancel racing the
+//! your own). State changes go through
+//! [`toolnexus_core::transition`](mod@toolnexus_core::transition), so a cancel racing the
 //! agent's completion is never lost, within one process or across replicas sharing a store
 //! that can compare-and-set.
+//!
+//! [`serve`] also protects itself: each limit is a field of [`ServerConfig`] (defaults there).
+//! A request head must arrive within the header timeout, its body within the body timeout,
+//! and a keep-alive connection on which nothing moves is closed after the idle timeout; at most
+//! `max_connections` connections are served at once; at most `max_background_tasks` agents run
+//! or wait in the background (past that, `SendMessage` answers [`codes::SERVER_BUSY`] and saves
+//! nothing); a list answer carries at most `max_list_bytes` of Tasks (a longer page is cut and
+//! continues with its `nextPageToken`). Every answer has an `x-request-id` header; an internal
+//! error (a store failing, say) reaches the client only as `internal error (request id …)`,
+//! while its details are logged (target `toolnexus::server`, field `request_id`).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -24,15 +35,21 @@
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use toolnexus_core::state::is_terminal_state;
 use toolnexus_core::transition::{Step, TransitionError, transition};
-use toolnexus_core::{ListQuery, StoreError, Task, TaskStore, task_state};
+use toolnexus_core::{ListQuery, StoreError, Task, TaskPage, TaskStore, task_state};
+
+mod conn;
 
 /// JSON-RPC and A2A error codes.
 pub mod codes {
@@ -44,7 +61,29 @@ pub mod codes {
     pub const TASK_NOT_FOUND: i64 = -32001;
     pub const TASK_NOT_CANCELABLE: i64 = -32002;
     pub const UNSUPPORTED_OPERATION: i64 = -32004;
+    /// The server has as many agents running or waiting in the background as it allows
+    /// ([`crate::ServerConfig::max_background_tasks`]); nothing was saved, retry later.
+    pub const SERVER_BUSY: i64 = -32000;
 }
+
+/// The response header that carries the id of every request, also named in internal-error
+/// messages and in the log.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Default of [`ServerConfig::header_read_timeout`].
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`ServerConfig::body_read_timeout`].
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`ServerConfig::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default of [`ServerConfig::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default of [`ServerConfig::max_background_tasks`].
+pub const DEFAULT_MAX_BACKGROUND_TASKS: usize = 1024;
+/// Default of [`ServerConfig::max_list_bytes`].
+pub const DEFAULT_MAX_LIST_BYTES: usize = 16 << 20;
+/// Default of [`ServerConfig::max_body_bytes`].
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 
 /// The agent logic a runtime plugs in: given the Task (as saved, `working`) and the user's
 /// message, produce the reply text, or an error message that fails the Task.
@@ -74,7 +113,12 @@ impl Agent for EchoAgent {
     }
 }
 
-/// How the server presents itself and what it accepts.
+/// How the server presents itself, what it accepts, and its limits.
+///
+/// Build it with `..Default::default()` so new fields keep their defaults. The timeouts and
+/// `max_connections` apply to [`serve`]; a [`router`] embedded in an application of your own
+/// gets the body timeout, the background and list limits and the request ids, while the
+/// connection limits are then the host application's business.
 #[derive(Clone)]
 pub struct ServerConfig {
     /// The agent's name on its card.
@@ -85,6 +129,31 @@ pub struct ServerConfig {
     pub max_body_bytes: usize,
     /// The agent logic.
     pub agent: Arc<dyn Agent>,
+    /// How long a client has to send a whole request head (request line and headers), counted
+    /// from the connection's accept, or on a kept-alive connection from the first byte of the
+    /// next request (default 10 s). Past it the connection is closed without an answer.
+    pub header_read_timeout: Duration,
+    /// How long a client has to send a request's whole body once its head is in (default
+    /// 30 s). Past it the request gets HTTP 408 and the connection is closed.
+    pub body_read_timeout: Duration,
+    /// How long a connection may sit with nothing moving on it while the server waits for the
+    /// client, to take an answer or to start its next request (default 60 s); then it is
+    /// closed.
+    pub idle_timeout: Duration,
+    /// The most connections served at once (default 1024; 0 counts as 1). Past it the server
+    /// stops accepting until one closes: further clients wait in the operating system's listen
+    /// backlog (their connect may succeed there), unserved but not refused.
+    pub max_connections: usize,
+    /// The most agents running or waiting to run in the background, one per `SendMessage`
+    /// until its Task is finished (default 1024; 0 counts as 1). When that many are in
+    /// progress, `SendMessage` answers [`codes::SERVER_BUSY`] ("server busy: too many tasks in
+    /// progress, retry later") and saves nothing.
+    pub max_background_tasks: usize,
+    /// The most bytes of Task JSON in one `ListTasks` answer (default 16 MiB). A page that would
+    /// be larger is cut before the Task that goes over, with a `nextPageToken` to continue
+    /// from; a page always has at least one Task, so a single Task larger than this comes on a
+    /// page of its own.
+    pub max_list_bytes: usize,
 }
 
 impl Default for ServerConfig {
@@ -93,8 +162,14 @@ impl Default for ServerConfig {
             name: "toolnexus echo agent".into(),
             description: "Echoes the text it is sent; every Task lives in a toolnexus task store."
                 .into(),
-            max_body_bytes: 1 << 20,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             agent: Arc::new(EchoAgent::default()),
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_background_tasks: DEFAULT_MAX_BACKGROUND_TASKS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
         }
     }
 }
@@ -106,33 +181,63 @@ struct AppState {
     /// One lock per Task id with a transition in flight, so a cancel and the background agent
     /// never interleave their read-modify-write in this process.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// One permit per background agent, running or waiting ([`ServerConfig::max_background_tasks`]).
+    background: Arc<Semaphore>,
 }
 
-/// Serves A2A on `listener` until the process ends, with every Task in `store`.
+/// Serves A2A on `listener` until the process ends (or the future is dropped, which stops
+/// accepting), with every Task in `store`, within the limits of `config`.
+///
+/// Errors only if the listener's address cannot be read. Accept errors (such as running out
+/// of file descriptors) are logged and retried after a short pause.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store: Arc<dyn TaskStore>,
     config: ServerConfig,
 ) -> std::io::Result<()> {
     let url = format!("http://{}/", listener.local_addr()?);
-    axum::serve(listener, router(store, config, url)).await
+    let limits = conn::Limits {
+        header_read_timeout: config.header_read_timeout,
+        idle_timeout: config.idle_timeout,
+        max_connections: config.max_connections,
+    };
+    conn::run(listener, router(store, config, url), limits).await
 }
 
 /// The routes, for embedding in a larger axum application. `url` is the JSON-RPC endpoint as
 /// clients should see it (it goes on the agent card).
 pub fn router(store: Arc<dyn TaskStore>, config: ServerConfig, url: String) -> Router {
     let limit = config.max_body_bytes;
+    let background = Arc::new(Semaphore::new(config.max_background_tasks.max(1)));
     let state = Arc::new(AppState {
         store,
         config,
         url,
         locks: Mutex::new(HashMap::new()),
+        background,
     });
     Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
         .route("/", post(json_rpc))
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(with_request_id))
         .with_state(state)
+}
+
+/// The id of one HTTP request: in its answer's `x-request-id` header, in the message of an
+/// internal error, and in the log.
+#[derive(Debug, Clone)]
+struct RequestId(Arc<str>);
+
+/// Gives every request a fresh id (a version-4 UUID, never one the client sent).
+async fn with_request_id(mut request: Request, next: Next) -> Response {
+    let id = RequestId(new_id().into());
+    request.extensions_mut().insert(id.clone());
+    let mut response = next.run(request).await;
+    if let Ok(value) = HeaderValue::from_str(&id.0) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    response
 }
 
 async fn agent_card(State(state): State<Arc<AppState>>) -> axum::Json<Value> {
@@ -150,46 +255,101 @@ async fn agent_card(State(state): State<Arc<AppState>>) -> axum::Json<Value> {
     }))
 }
 
+/// A JSON-RPC error. `message` goes to the client; `detail`, when there is one, only to the
+/// log: the error is then internal and the client sees `internal error (request id …)`.
 struct RpcError {
     code: i64,
     message: String,
+    detail: Option<String>,
 }
 
 impl RpcError {
+    /// An error that is the caller's, whose message is safe to show.
     fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError {
             code,
             message: message.into(),
+            detail: None,
         }
+    }
+
+    /// An internal error: `detail` (paths, store and component details) goes to the log only.
+    fn internal(detail: impl Into<String>) -> Self {
+        RpcError {
+            code: codes::INTERNAL_ERROR,
+            message: "internal error".into(),
+            detail: Some(detail.into()),
+        }
+    }
+
+    /// The whole error, for the log.
+    fn detail(&self) -> &str {
+        self.detail.as_deref().unwrap_or(&self.message)
     }
 }
 
 impl std::fmt::Display for RpcError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(self.detail())
     }
 }
 
+/// Store errors that are the caller's keep a message that names nothing of the store (no
+/// selector, path, component or database); every other one is internal.
 impl From<StoreError> for RpcError {
     fn from(err: StoreError) -> Self {
-        match err {
-            StoreError::Unsupported { .. } => {
-                RpcError::new(codes::UNSUPPORTED_OPERATION, err.to_string())
-            }
+        match &err {
+            StoreError::Unsupported { operation, .. } => RpcError::new(
+                codes::UNSUPPORTED_OPERATION,
+                format!("the store does not support {operation}"),
+            ),
+            // About the id or Task the caller sent (the Task's own id and sizes only).
             StoreError::InvalidId { .. }
             | StoreError::InvalidTask(_)
-            | StoreError::TaskTooLarge { .. }
-            | StoreError::Rejected { .. } => RpcError::new(codes::INVALID_PARAMS, err.to_string()),
-            other => RpcError::new(codes::INTERNAL_ERROR, other.to_string()),
+            | StoreError::TaskTooLarge { .. } => {
+                RpcError::new(codes::INVALID_PARAMS, err.to_string())
+            }
+            // A store's policy refusing the request: its reason is meant for the caller; which
+            // store (a selector, a component file) is not.
+            StoreError::Rejected { reason, .. } => RpcError::new(
+                codes::INVALID_PARAMS,
+                format!("the store refused the request: {reason}"),
+            ),
+            _ => RpcError::internal(err.to_string()),
         }
     }
 }
 
-async fn json_rpc(State(state): State<Arc<AppState>>, body: Bytes) -> axum::Json<Value> {
+async fn json_rpc(
+    State(state): State<Arc<AppState>>,
+    Extension(request_id): Extension<RequestId>,
+    request: Request,
+) -> Response {
+    let read = tokio::time::timeout(
+        state.config.body_read_timeout,
+        Bytes::from_request(request, &state),
+    );
+    let body = match read.await {
+        Ok(Ok(body)) => body,
+        // Too large (413) or broken off (400), as axum answers them.
+        Ok(Err(rejection)) => return rejection.into_response(),
+        Err(_elapsed) => {
+            tracing::debug!(target: "toolnexus::server", request_id = %request_id.0,
+                "request body not received within the body timeout");
+            return (
+                StatusCode::REQUEST_TIMEOUT,
+                [(header::CONNECTION, "close")],
+                "request body not received in time",
+            )
+                .into_response();
+        }
+    };
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
             return reply(
+                &request_id,
+                "",
                 Value::Null,
                 Err(RpcError::new(
                     codes::PARSE_ERROR,
@@ -208,6 +368,8 @@ async fn json_rpc(State(state): State<Arc<AppState>>, body: Bytes) -> axum::Json
     ) else {
         let id = if valid_id { id } else { Value::Null };
         return reply(
+            &request_id,
+            "",
             id,
             Err(RpcError::new(
                 codes::INVALID_REQUEST,
@@ -217,26 +379,44 @@ async fn json_rpc(State(state): State<Arc<AppState>>, body: Bytes) -> axum::Json
     };
     let params = request.get("params").cloned().unwrap_or(Value::Null);
     let result = match method {
-        "SendMessage" | "message/send" => send_message(&state, &params).await,
-        "GetTask" | "tasks/get" => get_task(&state, &params).await,
-        "CancelTask" | "tasks/cancel" => cancel_task(&state, &params).await,
+        "SendMessage" | "message/send" => send_message(&state, &request_id, &params)
+            .await
+            .map(|v| v.to_string()),
+        "GetTask" | "tasks/get" => get_task(&state, &params).await.map(|v| v.to_string()),
+        "CancelTask" | "tasks/cancel" => cancel_task(&state, &params).await.map(|v| v.to_string()),
         "ListTasks" | "tasks/list" => list_tasks(&state, &params).await,
-        "DeleteTask" | "tasks/delete" => delete_task(&state, &params).await,
+        "DeleteTask" | "tasks/delete" => delete_task(&state, &params).await.map(|v| v.to_string()),
         other => Err(RpcError::new(
             codes::METHOD_NOT_FOUND,
             format!("method not found: {other}"),
         )),
     };
-    reply(id, result)
+    reply(&request_id, method, id, result)
 }
 
-fn reply(id: Value, result: Result<Value, RpcError>) -> axum::Json<Value> {
-    axum::Json(match result {
-        Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+/// The JSON-RPC answer, `result` being JSON text already. An internal error is logged with the
+/// request id, and answered with that id only.
+fn reply(
+    request_id: &RequestId,
+    method: &str,
+    id: Value,
+    result: Result<String, RpcError>,
+) -> Response {
+    let body = match result {
+        Ok(result) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
         Err(e) => {
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}})
+            let message = if e.detail.is_some() {
+                tracing::error!(target: "toolnexus::server", request_id = %request_id.0, method,
+                    error = %e.detail(), "request failed");
+                format!("{} (request id {})", e.message, request_id.0)
+            } else {
+                e.message
+            };
+            json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": message}})
+                .to_string()
         }
-    })
+    };
+    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
@@ -286,7 +466,11 @@ impl AppState {
     }
 }
 
-async fn send_message(state: &Arc<AppState>, params: &Value) -> Result<Value, RpcError> {
+async fn send_message(
+    state: &Arc<AppState>,
+    request_id: &RequestId,
+    params: &Value,
+) -> Result<Value, RpcError> {
     let invalid = |m: &str| RpcError::new(codes::INVALID_PARAMS, m.to_owned());
     let message = params
         .get("message")
@@ -327,15 +511,33 @@ async fn send_message(state: &Arc<AppState>, params: &Value) -> Result<Value, Rp
         "status": {"state": "submitted", "timestamp": now()},
         "history": [message.clone()],
     }))?;
+    // Room for its agent first: a Task saved without one would stay `submitted` for good.
+    let permit = background_permit(state)?;
     state.store.save(&task).await?;
     let background = Arc::clone(state);
     let submitted = task.clone();
+    let request_id = request_id.clone();
     tokio::spawn(async move {
+        let _permit: OwnedSemaphorePermit = permit;
+        let id = submitted.id().to_owned();
         if let Err(e) = run_agent(&background, submitted, message).await {
-            tracing::warn!(target: "toolnexus::server", error = %e.message, "background transition failed");
+            tracing::warn!(target: "toolnexus::server", request_id = %request_id.0, task_id = %id,
+                error = %e.detail(), "background transition failed");
         }
     });
     Ok(task.into_value())
+}
+
+/// A place for one more background agent, or [`codes::SERVER_BUSY`].
+fn background_permit(state: &Arc<AppState>) -> Result<OwnedSemaphorePermit, RpcError> {
+    Arc::clone(&state.background)
+        .try_acquire_owned()
+        .map_err(|_| {
+            RpcError::new(
+                codes::SERVER_BUSY,
+                "server busy: too many tasks in progress, retry later",
+            )
+        })
 }
 
 /// One read-modify-write of the Task `id` through the store ([`transition`]), with its errors as
@@ -356,7 +558,7 @@ async fn transition_rpc(
             TransitionError::Refused(e) => e,
             TransitionError::Store(e) => e.into(),
             contended @ TransitionError::Contended { .. } => {
-                RpcError::new(codes::INTERNAL_ERROR, contended.to_string())
+                RpcError::internal(contended.to_string())
             }
         })
 }
@@ -447,10 +649,11 @@ async fn cancel_locked(state: &AppState, id: &str) -> Result<Value, RpcError> {
     // The step never says stop: it cancels or fails.
     canceled
         .map(Task::into_value)
-        .ok_or_else(|| RpcError::new(codes::INTERNAL_ERROR, format!("task {id} was not canceled")))
+        .ok_or_else(|| RpcError::internal(format!("task {id} was not canceled")))
 }
 
-async fn list_tasks(state: &AppState, params: &Value) -> Result<Value, RpcError> {
+/// The `ListTasks` result as JSON text, its Tasks at most [`ServerConfig::max_list_bytes`].
+async fn list_tasks(state: &AppState, params: &Value) -> Result<String, RpcError> {
     let opt = |key: &str| -> Result<Option<String>, RpcError> {
         match params.get(key) {
             None | Some(Value::Null) => Ok(None),
@@ -479,9 +682,58 @@ async fn list_tasks(state: &AppState, params: &Value) -> Result<Value, RpcError>
         page_size,
         page_token: opt("pageToken")?.filter(|t| !t.is_empty()),
     };
-    let page = state.store.list(&query).await?;
-    let tasks: Vec<Value> = page.tasks.into_iter().map(Task::into_value).collect();
-    Ok(json!({"tasks": tasks, "nextPageToken": page.next_page_token.unwrap_or_default()}))
+    let page = capped_page(state, query).await?;
+    let mut out = String::from(r#"{"tasks":["#);
+    for (i, task) in page.tasks.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(task.as_json());
+    }
+    out.push_str(r#"],"nextPageToken":"#);
+    out.push_str(&json!(page.next_page_token.unwrap_or_default()).to_string());
+    out.push('}');
+    Ok(out)
+}
+
+/// How many of `tasks`, from the first, fit in `max` bytes of JSON (commas included); at least
+/// one, so that paging always moves on.
+fn fitting(tasks: &[Task], max: usize) -> usize {
+    let mut total = 0usize;
+    for (i, task) in tasks.iter().enumerate() {
+        total = total.saturating_add(task.as_json().len() + usize::from(i > 0));
+        if total > max {
+            return i.max(1);
+        }
+    }
+    tasks.len()
+}
+
+/// The store's page for `query`, cut to what fits in [`ServerConfig::max_list_bytes`]. A page
+/// token is the store's own (opaque to us), so a page is cut by asking the store again for
+/// only the Tasks that fit, from the same place: pages are in id order, so that is the same
+/// start, and the store gives the token that continues right after it.
+async fn capped_page(state: &AppState, mut query: ListQuery) -> Result<TaskPage, RpcError> {
+    let max = state.config.max_list_bytes;
+    loop {
+        let page = state.store.list(&query).await?;
+        let fit = fitting(&page.tasks, max);
+        if fit == page.tasks.len() {
+            return Ok(page);
+        }
+        // The store answers at most the page size; a store that answers more is not cut
+        // further by asking again.
+        let asked = query.limit();
+        if fit >= asked {
+            return Err(RpcError::internal(format!(
+                "the store answered {} Tasks to a list of at most {asked}",
+                page.tasks.len()
+            )));
+        }
+        tracing::debug!(target: "toolnexus::server", tasks = page.tasks.len(), fit, max,
+            "list page over the byte limit: asking for a shorter one");
+        query.page_size = fit;
+    }
 }
 
 async fn delete_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {

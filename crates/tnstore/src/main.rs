@@ -80,6 +80,36 @@ enum Command {
         /// How long the built-in echo agent works on each Task, in milliseconds.
         #[arg(long, default_value_t = 0)]
         echo_delay_ms: u64,
+        /// Close a connection whose request head (request line and headers) is not all in this
+        /// many milliseconds after it connected, or after the first byte of a later request.
+        #[arg(long, default_value_t = millis(toolnexus_a2a::DEFAULT_HEADER_READ_TIMEOUT),
+              value_parser = clap::value_parser!(u64).range(1..))]
+        header_timeout_ms: u64,
+        /// Answer HTTP 408 and close the connection when a request body is not all in this many
+        /// milliseconds after its head.
+        #[arg(long, default_value_t = millis(toolnexus_a2a::DEFAULT_BODY_READ_TIMEOUT),
+              value_parser = clap::value_parser!(u64).range(1..))]
+        body_timeout_ms: u64,
+        /// Close a kept-alive connection on which nothing moves for this many milliseconds
+        /// while the server waits for the client.
+        #[arg(long, default_value_t = millis(toolnexus_a2a::DEFAULT_IDLE_TIMEOUT),
+              value_parser = clap::value_parser!(u64).range(1..))]
+        idle_timeout_ms: u64,
+        /// Serve at most this many connections at once; further clients wait in the listen
+        /// backlog until one closes.
+        #[arg(long, default_value_t = toolnexus_a2a::DEFAULT_MAX_CONNECTIONS,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        max_connections: usize,
+        /// Run (or queue) at most this many agents in the background; past that, SendMessage
+        /// answers -32000 "server busy" and saves nothing.
+        #[arg(long, default_value_t = toolnexus_a2a::DEFAULT_MAX_BACKGROUND_TASKS,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        max_background_tasks: usize,
+        /// At most this many bytes of Tasks in one ListTasks answer; a longer page is cut and
+        /// continues with its nextPageToken.
+        #[arg(long, default_value_t = toolnexus_a2a::DEFAULT_MAX_LIST_BYTES,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+        max_list_bytes: usize,
     },
     /// Write the embedded file-store component to a file, for `--store wasm:<file>`.
     Component {
@@ -187,7 +217,15 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         Command::Serve {
             addr,
             echo_delay_ms,
+            header_timeout_ms,
+            body_timeout_ms,
+            idle_timeout_ms,
+            max_connections,
+            max_background_tasks,
+            max_list_bytes,
         } => {
+            // Internal errors reach clients as a request id; their details go to stderr.
+            let _ = tracing::subscriber::set_global_default(StderrLog);
             let store = open(cli.store).await?;
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
@@ -195,10 +233,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let local = listener
                 .local_addr()
                 .map_err(|e| Failure::Store(e.to_string()))?;
+            let ms = std::time::Duration::from_millis;
             let config = toolnexus_a2a::ServerConfig {
                 agent: std::sync::Arc::new(toolnexus_a2a::EchoAgent {
-                    delay: std::time::Duration::from_millis(echo_delay_ms),
+                    delay: ms(echo_delay_ms),
                 }),
+                header_read_timeout: ms(header_timeout_ms),
+                body_read_timeout: ms(body_timeout_ms),
+                idle_timeout: ms(idle_timeout_ms),
+                max_connections,
+                max_background_tasks,
+                max_list_bytes,
                 ..Default::default()
             };
             {
@@ -233,6 +278,50 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             }
         }
     }
+}
+
+/// A duration in whole milliseconds, for a flag's default.
+const fn millis(d: std::time::Duration) -> u64 {
+    d.as_secs() * 1000 + d.subsec_millis() as u64
+}
+
+/// `tnstore serve`'s log: warnings and errors (such as the details of an internal error, under
+/// the request id its client was given) as one line each on stderr.
+struct StderrLog;
+
+/// An event's fields as `name=value`, each on the same line.
+struct LogLine(String);
+
+impl tracing::field::Visit for LogLine {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        let value = format!("{value:?}")
+            .replace('\n', "\\n")
+            .replace('\r', "\\r");
+        if field.name() == "message" {
+            self.0.push_str(&value);
+        } else {
+            self.0.push_str(&format!(" {}={value}", field.name()));
+        }
+    }
+}
+
+impl tracing::Subscriber for StderrLog {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut line = LogLine(String::new());
+        event.record(&mut line);
+        let meta = event.metadata();
+        eprintln!("tnstore: {} {}: {}", meta.level(), meta.target(), line.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
 }
 
 async fn open(selector: String) -> Result<std::sync::Arc<dyn toolnexus::TaskStore>, Failure> {

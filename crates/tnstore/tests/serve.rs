@@ -99,3 +99,86 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
     }
     assert_eq!(acknowledged.len(), 9);
 }
+
+/// The limits of `tnstore serve` are its flags: a short header timeout closes a slowloris
+/// connection, a background queue of two refuses a third send while the first two Tasks work,
+/// and a small list cap cuts a page.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_flags_set_the_server_limits() {
+    use std::io::{Read, Write};
+    /// Ends the server however the test ends, so a failing assertion leaves no process behind.
+    struct Stop(Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let server = common::serve(
+        &["--store", "memory"],
+        &[
+            "--echo-delay-ms",
+            "600000",
+            "--header-timeout-ms",
+            "300",
+            "--max-background-tasks",
+            "2",
+            "--max-list-bytes",
+            "1500",
+        ],
+        |_| {},
+    );
+    let url = server.url.clone();
+    let _stop = Stop(server.child);
+    let client = reqwest::Client::new();
+
+    // Half a header line, then nothing: the server hangs up (after 300 ms; the guard is well
+    // under the default of 10 s, so only the flag can make this pass).
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    slow.write_all(b"POST / HTTP/1.1\r\nHost: loc").unwrap();
+    let mut buf = [0u8; 256];
+    match slow.read(&mut buf) {
+        Ok(0) => {}
+        Ok(n) => panic!("an answer to half a header: {:?}", &buf[..n]),
+        Err(e) => assert!(
+            !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+            "the connection is still open: {e}"
+        ),
+    }
+
+    // Two agents at a time: the Tasks work for minutes, so a third send is refused.
+    let long = "x".repeat(1000);
+    let message = |text: &str| json!({"message": {"role": "user", "parts": [{"kind": "text", "text": text}]}});
+    for _ in 0..2 {
+        let sent = call(&client, &url, "SendMessage", message(&long)).await;
+        assert!(sent["result"]["id"].is_string(), "{sent}");
+    }
+    let busy = call(&client, &url, "SendMessage", message(&long)).await;
+    assert_eq!(busy["error"]["code"], -32000, "{busy}");
+
+    // The two Tasks of over 1000 bytes each do not fit in 1500: one a page.
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let page = call(&client, &url, "ListTasks", json!({"pageToken": token})).await;
+        assert_eq!(
+            page["result"]["tasks"].as_array().unwrap().len(),
+            1,
+            "{page}"
+        );
+        pages += 1;
+        token = page["result"]["nextPageToken"].as_str().unwrap().to_owned();
+        if token.is_empty() || pages > 2 {
+            break;
+        }
+    }
+    assert_eq!(pages, 2, "two pages of one Task, and no third Task saved");
+}

@@ -1,0 +1,270 @@
+//! The HTTP side of [`crate::serve`]: the accept loop with its connection cap, and one HTTP/1.1
+//! connection at a time with the header and idle deadlines.
+//!
+//! hyper's own `header_read_timeout` starts whenever a connection waits for a request head,
+//! including the wait for the next request on a keep-alive connection, so it cannot be a short
+//! header deadline and a longer idle deadline at once. The deadlines are therefore kept here,
+//! from what the connection does (bytes read and written, requests started and answered):
+//!
+//! - **head**: from the moment a connection is accepted, or from the first byte of a later
+//!   request on a kept-alive connection, the whole request head must arrive within the header
+//!   timeout;
+//! - **handling**: while a request is being handled there is no connection deadline (the
+//!   handler bounds the body read with the body timeout; store calls have their own);
+//! - **waiting**: once the answer is produced, the connection is closed if nothing moves on it
+//!   (no byte of the answer taken by the client, no byte of a next request) for the idle
+//!   timeout.
+//!
+//! A connection past its deadline is dropped, which closes the socket. (A pipelining client
+//! whose next request head was partly read while the previous one was handled gets the idle
+//! timeout and then the header timeout for it: still bounded.)
+
+use axum::Router;
+use axum::body::Body;
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use std::future::{Future, poll_fn};
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tower_service::Service;
+
+/// How long the accept loop pauses after an accept error that is not about one connection
+/// (such as running out of file descriptors), so it neither spins nor floods the log.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
+
+/// The connection limits of [`run`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub header_read_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+}
+
+/// Accepts connections on `listener` and serves `router` on each, at most
+/// `limits.max_connections` at once. Past the cap, the loop stops accepting until a connection
+/// closes: further clients wait in the listen backlog of the operating system (their TCP
+/// handshake may complete there, but no byte of theirs is read).
+pub(crate) async fn run(listener: TcpListener, router: Router, limits: Limits) -> io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let builder = hyper::server::conn::http1::Builder::new();
+    loop {
+        // The semaphore is never closed, so this only waits.
+        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
+            return Ok(());
+        };
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                drop(permit);
+                accept_failed(e).await;
+                continue;
+            }
+        };
+        let router = router.clone();
+        let builder = builder.clone();
+        tokio::spawn(async move {
+            serve_connection(stream, router, builder, limits).await;
+            tracing::trace!(target: "toolnexus::server", %peer, "connection closed");
+            drop(permit);
+        });
+    }
+}
+
+async fn accept_failed(e: io::Error) {
+    // A connection that went away before it was accepted: nothing to wait for.
+    if matches!(
+        e.kind(),
+        io::ErrorKind::ConnectionRefused
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::ConnectionReset
+    ) {
+        tracing::debug!(target: "toolnexus::server", error = %e, "connection lost before accept");
+        return;
+    }
+    // Out of file descriptors or memory, most likely: wait for some to be freed.
+    tracing::warn!(target: "toolnexus::server", error = %e, backoff = ?ACCEPT_BACKOFF,
+        "cannot accept a connection; pausing");
+    tokio::time::sleep(ACCEPT_BACKOFF).await;
+}
+
+/// Where a connection is in its life, for its deadline.
+#[derive(Debug, Clone, Copy)]
+enum Phase {
+    /// A request head is arriving (or due), since this instant.
+    Head(Instant),
+    /// A request is being handled: no connection deadline.
+    Handling,
+    /// Waiting for the client (to take the answer or send the next request); nothing moved
+    /// since this instant.
+    Waiting(Instant),
+}
+
+/// What closed a connection on our side.
+#[derive(Debug, Clone, Copy)]
+enum Expired {
+    Header,
+    Idle,
+}
+
+struct Watch {
+    header: Duration,
+    idle: Duration,
+    phase: Mutex<Phase>,
+}
+
+impl Watch {
+    fn set(&self, f: impl FnOnce(Phase) -> Phase) {
+        let mut phase = self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        *phase = f(*phase);
+    }
+
+    /// When the connection is due to be closed, if it is; a timeout too far away to be an
+    /// instant (such as `Duration::MAX`) is none.
+    fn deadline(&self) -> Option<(Instant, Expired)> {
+        let phase = *self.phase.lock().unwrap_or_else(|e| e.into_inner());
+        match phase {
+            Phase::Head(since) => Some((since.checked_add(self.header)?, Expired::Header)),
+            Phase::Handling => None,
+            Phase::Waiting(since) => Some((since.checked_add(self.idle)?, Expired::Idle)),
+        }
+    }
+
+    fn bytes_read(&self) {
+        self.set(|phase| match phase {
+            Phase::Waiting(_) => Phase::Head(Instant::now()),
+            other => other,
+        });
+    }
+
+    fn bytes_written(&self) {
+        self.set(|phase| match phase {
+            Phase::Waiting(_) => Phase::Waiting(Instant::now()),
+            other => other,
+        });
+    }
+
+    fn request_started(&self) {
+        self.set(|_| Phase::Handling);
+    }
+
+    fn answer_ready(&self) {
+        self.set(|_| Phase::Waiting(Instant::now()));
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    router: Router,
+    builder: hyper::server::conn::http1::Builder,
+    limits: Limits,
+) {
+    let watch = Arc::new(Watch {
+        header: limits.header_read_timeout,
+        idle: limits.idle_timeout,
+        phase: Mutex::new(Phase::Head(Instant::now())),
+    });
+    let io = TokioIo::new(Watched {
+        inner: stream,
+        watch: Arc::clone(&watch),
+    });
+    let service_watch = Arc::clone(&watch);
+    let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+        service_watch.request_started();
+        let watch = Arc::clone(&service_watch);
+        let mut router = router.clone();
+        async move {
+            let response = router.call(request.map(Body::new)).await;
+            watch.answer_ready();
+            response
+        }
+    });
+    let mut connection = std::pin::pin!(builder.serve_connection(io, service));
+    let mut timer = Box::pin(tokio::time::sleep_until(Instant::now()));
+    let outcome = poll_fn(|cx| {
+        if let Poll::Ready(done) = connection.as_mut().poll(cx) {
+            return Poll::Ready(done.map_err(Some));
+        }
+        // Every change of phase happens while the connection is polled (its reads, writes and
+        // the service future are all inside it), so checking right after it is enough.
+        if let Some((deadline, expired)) = watch.deadline() {
+            if timer.deadline() != deadline {
+                timer.as_mut().reset(deadline);
+            }
+            if timer.as_mut().poll(cx).is_ready() {
+                tracing::debug!(target: "toolnexus::server", ?expired, "closing connection: deadline passed");
+                return Poll::Ready(Err(None));
+            }
+        }
+        Poll::Pending
+    })
+    .await;
+    if let Err(Some(e)) = outcome {
+        tracing::debug!(target: "toolnexus::server", error = %e, "connection error");
+    }
+}
+
+/// The socket, telling the [`Watch`] when bytes move.
+struct Watched {
+    inner: TcpStream,
+    watch: Arc<Watch>,
+}
+
+impl AsyncRead for Watched {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(()))) && buf.filled().len() > before {
+            self.watch.bytes_read();
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Watched {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.watch.bytes_written();
+        }
+        polled
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if matches!(polled, Poll::Ready(Ok(n)) if n > 0) {
+            self.watch.bytes_written();
+        }
+        polled
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
