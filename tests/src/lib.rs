@@ -18,6 +18,20 @@ pub mod suite;
 /// id makes it do).
 pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile.wasm"));
 
+/// A builder for the hostile component, compiled in this process only (no disk cache).
+pub fn hostile_builder() -> toolnexus::wasm::WasmTaskStoreBuilder {
+    toolnexus::wasm::WasmTaskStore::builder(toolnexus::wasm::ComponentSource::Bytes {
+        name: "hostile.wasm".into(),
+        bytes: HOSTILE_COMPONENT.into(),
+    })
+    .cache(toolnexus::wasm::CacheDir::Off)
+}
+
+/// Whether `err` is a limit error for exactly `limit`.
+pub fn is_limit(err: &toolnexus::StoreError, limit: toolnexus::Limit) -> bool {
+    matches!(err, toolnexus::StoreError::LimitExceeded { limit: l, .. } if *l == limit)
+}
+
 /// The lifecycle-guard middleware (`components/lifecycle-guard/`), alone: it imports the
 /// task-store interfaces, so it cannot be loaded as a store by itself.
 pub static LIFECYCLE_GUARD_COMPONENT: &[u8] =

@@ -4,25 +4,21 @@
 //! descriptors, which tests running beside them would change.)
 
 use std::time::Duration;
-use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
-use toolnexus::{Limit, StoreError, TaskStore};
-use toolnexus_conformance::HOSTILE_COMPONENT;
+use toolnexus::wasm::WasmTaskStore;
+use toolnexus::{Limit, TaskStore};
+use toolnexus_conformance::is_limit;
 
 /// The tests here count the process's descriptors: one at a time.
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 /// The hostile fixture over `dir`, one instance at a time.
 fn hostile(dir: &std::path::Path) -> WasmTaskStore {
-    WasmTaskStore::builder(ComponentSource::Bytes {
-        name: "hostile.wasm".into(),
-        bytes: HOSTILE_COMPONENT.into(),
-    })
-    .cache(CacheDir::Off)
-    .dir(dir)
-    .timeout(Duration::from_secs(10))
-    .max_instances(1)
-    .build()
-    .unwrap()
+    toolnexus_conformance::hostile_builder()
+        .dir(dir)
+        .timeout(Duration::from_secs(10))
+        .max_instances(1)
+        .build()
+        .unwrap()
 }
 
 fn open_descriptors() -> usize {
@@ -38,16 +34,7 @@ async fn hoarded_handles_are_bounded_and_closed_after_the_call() {
     let before = open_descriptors();
 
     let err = store.get("hoard").await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::LimitExceeded {
-                limit: Limit::Handles(1024),
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(is_limit(&err, Limit::Handles(1024)), "{err}");
     // The hoarding instance was dropped; the next call gets a fresh one (with its own
     // directory handle, as the pooled one had).
     assert_eq!(store.get("nothing").await.unwrap(), None);

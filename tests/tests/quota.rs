@@ -6,9 +6,9 @@
 use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
-use toolnexus::wasm::{CacheDir, ComponentSource, ENTRY_BYTES, WasmTaskStore};
+use toolnexus::wasm::{ComponentSource, ENTRY_BYTES, WasmTaskStore};
 use toolnexus::{Limit, StoreError, TaskStore};
-use toolnexus_conformance::{HOSTILE_COMPONENT, task};
+use toolnexus_conformance::{hostile_builder, is_limit, task};
 
 const QUOTA: u64 = 1 << 20;
 
@@ -16,16 +16,23 @@ const QUOTA: u64 = 1 << 20;
 const ATTEMPT: u64 = 8 << 20;
 
 fn hostile(dir: &Path, quota: u64) -> WasmTaskStore {
-    WasmTaskStore::builder(ComponentSource::Bytes {
-        name: "hostile.wasm".into(),
-        bytes: HOSTILE_COMPONENT.into(),
-    })
-    .cache(CacheDir::Off)
-    .dir(dir)
-    .timeout(Duration::from_secs(20))
-    .disk_quota(quota)
-    .build()
-    .unwrap()
+    hostile_builder()
+        .dir(dir)
+        .timeout(Duration::from_secs(20))
+        .disk_quota(quota)
+        .build()
+        .unwrap()
+}
+
+/// Asks the fixture to add [`ATTEMPT`] bytes by `how`: what it added, and what stopped it.
+async fn fill(store: &WasmTaskStore, how: &str) -> (u64, String) {
+    let report = store
+        .get(&format!("fill:{how}:{ATTEMPT}"))
+        .await
+        .unwrap()
+        .expect("a report");
+    let field = |name: &str| report.get(name).unwrap().as_str().unwrap().to_owned();
+    (field("added").parse().unwrap(), field("stopped"))
 }
 
 /// What `dir` holds, counted as the quota counts it, measured here independently.
@@ -46,24 +53,8 @@ async fn every_way_of_writing_stops_at_the_quota() {
     for how in ["std", "pwrite", "stream", "append", "set-size", "files"] {
         let tmp = tempfile::tempdir().unwrap();
         let store = hostile(tmp.path(), QUOTA);
-        let report = store
-            .get(&format!("fill:{how}:{ATTEMPT}"))
-            .await
-            .unwrap()
-            .expect("a report");
-        let added: u64 = report
-            .get("added")
-            .unwrap()
-            .as_str()
-            .unwrap()
-            .parse()
-            .unwrap();
-        let stopped = report
-            .get("stopped")
-            .unwrap()
-            .as_str()
-            .unwrap()
-            .to_lowercase();
+        let (added, stopped) = fill(&store, how).await;
+        let stopped = stopped.to_lowercase();
         // wasi-libc (under Rust's std) turns every stream error into EIO; the WASI calls
         // themselves say `insufficient-space`.
         let full = if how == "std" {
@@ -94,16 +85,7 @@ async fn a_call_that_fails_on_a_refused_write_reports_the_disk_limit() {
         .get(&format!("fill-fail:stream:{ATTEMPT}"))
         .await
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::LimitExceeded {
-                limit: Limit::Disk(QUOTA),
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(is_limit(&err, Limit::Disk(QUOTA)), "{err}");
     assert!(
         err.to_string().contains("disk quota of 1048576 bytes"),
         "{err}"
@@ -118,18 +100,7 @@ async fn the_count_starts_from_what_the_directory_held() {
     std::fs::write(tmp.path().join("old.bin"), vec![0u8; 900 << 10]).unwrap();
     let store = hostile(tmp.path(), QUOTA);
     assert_eq!(store.disk_used(), Some((900 << 10) + ENTRY_BYTES));
-    let report = store
-        .get(&format!("fill:pwrite:{ATTEMPT}"))
-        .await
-        .unwrap()
-        .expect("a report");
-    let added: u64 = report
-        .get("added")
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (added, _) = fill(&store, "pwrite").await;
     assert!(
         added <= QUOTA - (900 << 10) - ENTRY_BYTES,
         "it added {added}"
@@ -155,16 +126,7 @@ async fn the_file_store_frees_what_it_replaces_and_deletes() {
     store.save(&big("b", 0)).await.unwrap();
     let before = toolnexus_conformance::snapshot(tmp.path());
     let err = store.save(&big("c", 0)).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            StoreError::LimitExceeded {
-                limit: Limit::Disk(q),
-                ..
-            } if q == 256 << 10
-        ),
-        "{err}"
-    );
+    assert!(is_limit(&err, Limit::Disk(256 << 10)), "{err}");
     assert_eq!(
         toolnexus_conformance::snapshot(tmp.path()),
         before,

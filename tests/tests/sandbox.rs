@@ -6,16 +6,12 @@ use std::fs;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore, WasmTaskStoreBuilder};
+use toolnexus::wasm::{ComponentSource, WasmTaskStore, WasmTaskStoreBuilder};
 use toolnexus::{Limit, StoreError, TaskStore};
 use toolnexus_conformance::{HOSTILE_COMPONENT, task};
 
 fn hostile() -> WasmTaskStoreBuilder {
-    WasmTaskStore::builder(ComponentSource::Bytes {
-        name: "hostile.wasm".into(),
-        bytes: HOSTILE_COMPONENT.into(),
-    })
-    .cache(CacheDir::Off)
+    toolnexus_conformance::hostile_builder()
 }
 
 fn open(dir: &Path) -> WasmTaskStore {

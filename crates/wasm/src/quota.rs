@@ -256,12 +256,9 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
         "[method]descriptor.write-via-stream",
         |mut cx: StoreContextMut<'_, Host>, (fd, offset): (Resource<Descriptor>, Filesize)| {
             let host = cx.data_mut();
-            let len = file_len(host, &fd);
-            let result = HostDescriptor::write_via_stream(&mut host.filesystem(), fd, offset);
-            let result = match result {
-                Ok(stream) => counted_stream(host, stream, Some(offset), len.unwrap_or(0)),
-                Err(e) => Err(e),
-            };
+            let len = file_len(host, &fd).unwrap_or(0);
+            let result = HostDescriptor::write_via_stream(&mut host.filesystem(), fd, offset)
+                .and_then(|stream| counted_stream(host, stream, Some(offset), len));
             answer(host, result)
         },
     )?;
@@ -269,11 +266,8 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
         "[method]descriptor.append-via-stream",
         |mut cx: StoreContextMut<'_, Host>, (fd,): (Resource<Descriptor>,)| {
             let host = cx.data_mut();
-            let result = HostDescriptor::append_via_stream(&mut host.filesystem(), fd);
-            let result = match result {
-                Ok(stream) => counted_stream(host, stream, None, 0),
-                Err(e) => Err(e),
-            };
+            let result = HostDescriptor::append_via_stream(&mut host.filesystem(), fd)
+                .and_then(|stream| counted_stream(host, stream, None, 0));
             answer(host, result)
         },
     )?;
@@ -288,24 +282,21 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
             DescriptorFlags,
         )| {
             let host = cx.data_mut();
+            // Only a create or a truncate changes what the directory holds.
             let quota = host
                 .quota
                 .clone()
                 .filter(|_| open_flags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE));
-            let Some(quota) = quota else {
-                let result = HostDescriptor::open_at(
-                    &mut host.filesystem(),
-                    fd,
-                    path_flags,
-                    path,
-                    open_flags,
-                    flags,
-                );
-                return answer(host, result);
+            let before = match &quota {
+                Some(_) => entry_bytes(host, &fd, &path),
+                None => None,
             };
-            let before = entry_bytes(host, &fd, &path);
-            let creates = before.is_none() && open_flags.contains(OpenFlags::CREATE);
-            if creates && !quota.charge(ENTRY_BYTES) {
+            let creates =
+                quota.is_some() && before.is_none() && open_flags.contains(OpenFlags::CREATE);
+            if let Some(quota) = &quota
+                && creates
+                && !quota.charge(ENTRY_BYTES)
+            {
                 return no_space();
             }
             let result = HostDescriptor::open_at(
@@ -316,13 +307,15 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 open_flags,
                 flags,
             );
-            match (&result, before) {
-                (Ok(file), _) if creates => make_private(host, file),
-                (Err(_), _) if creates => quota.credit(ENTRY_BYTES),
-                (Ok(_), Some(bytes)) if open_flags.contains(OpenFlags::TRUNCATE) => {
-                    quota.credit(bytes.saturating_sub(ENTRY_BYTES))
+            if let Some(quota) = &quota {
+                match (&result, before) {
+                    (Ok(file), _) if creates => make_private(host, file),
+                    (Err(_), _) if creates => quota.credit(ENTRY_BYTES),
+                    (Ok(_), Some(bytes)) if open_flags.contains(OpenFlags::TRUNCATE) => {
+                        quota.credit(bytes.saturating_sub(ENTRY_BYTES))
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
             answer(host, result)
         },
