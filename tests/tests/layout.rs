@@ -91,6 +91,15 @@ fn each_crate_leaves_out_what_it_must_not_depend_on() {
     assert_lacks(&meta, "toolnexus-wasm", &["axum", "clap", "tokio-postgres"]);
     assert_lacks(&meta, "toolnexus-postgres", &["wasmtime", "axum"]);
     assert_lacks(&meta, "toolnexus-a2a", &["wasmtime", "tokio-postgres"]);
+    // The test-cluster harness stands alone, and nothing shipped depends on it.
+    assert_lacks(
+        &meta,
+        "toolnexus-pg-cluster",
+        &["toolnexus-core", "toolnexus-postgres", "wasmtime"],
+    );
+    for shipped in ["toolnexus", "toolnexus-postgres", "tnstore"] {
+        assert_lacks(&meta, shipped, &["toolnexus-pg-cluster"]);
+    }
     // And the check can fail: the facade does pull in both backends.
     let facade = needs(&meta, "toolnexus");
     assert!(facade.contains("wasmtime") && facade.contains("tokio-postgres"));
