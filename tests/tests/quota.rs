@@ -50,7 +50,16 @@ fn held(dir: &Path) -> u64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_way_of_writing_stops_at_the_quota() {
-    for how in ["std", "pwrite", "stream", "append", "set-size", "files"] {
+    for how in [
+        "std",
+        "pwrite",
+        "stream",
+        "append",
+        "set-size",
+        "files",
+        "rename-self",
+        "unlink-held",
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         let store = hostile(tmp.path(), QUOTA);
         let (added, stopped) = fill(&store, how).await;

@@ -20,7 +20,7 @@
 //! | `hoard` / `hoard:<n>` | opens a file of its own up to 25,000 (or `<n>`) times and keeps every handle, then reports how many opens succeeded |
 //! | `sleep:<ms>` | sleeps (a WASI clock subscription and a blocking poll), then returns nothing |
 //! | `sleep-forever` | sleeps for `u64::MAX` nanoseconds at a time, forever |
-//! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file) or `files` (empty files); reports how far it got and the error that stopped it |
+//! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file), `files` (empty files), `rename-self` (writes, renaming the file onto itself after each chunk) or `unlink-held` (files of 256 KiB written, kept open and unlinked); reports how far it got and the error that stopped it |
 //! | `fill-fail:<how>:<bytes>` | the same, but fails with an `io` error when a write is refused, as a store would |
 //!
 //! `save` traps if the Task's text contains `"trap"` and otherwise succeeds without storing.
@@ -175,6 +175,50 @@ fn fill(how: &str, bytes: u64) -> Result<(u64, Option<String>), StoreError> {
                     None
                 }
                 Err(e) => Some(format!("{e:?}")),
+            }
+        }
+        "rename-self" => {
+            let file = open("fill-rename.bin")?;
+            loop {
+                if added >= bytes {
+                    break None;
+                }
+                if let Err(e) = file.write(&chunk, added) {
+                    break Some(format!("{e:?}"));
+                }
+                added += CHUNK as u64;
+                // A rename onto itself frees nothing.
+                if let Err(e) = root.rename_at("fill-rename.bin", root, "fill-rename.bin") {
+                    break Some(format!("rename: {e:?}"));
+                }
+            }
+        }
+        "unlink-held" => {
+            // Files written, kept open, and unlinked: their space stays in use while held.
+            let mut n = 0u64;
+            let mut held = Vec::new();
+            loop {
+                if added >= bytes {
+                    break None;
+                }
+                let name = format!("held-{n}");
+                let file = open(&name)?;
+                let mut failed = None;
+                for k in 0..64u64 {
+                    match file.write(&chunk, k * CHUNK as u64) {
+                        Ok(w) => added += w,
+                        Err(e) => {
+                            failed = Some(format!("{e:?}"));
+                            break;
+                        }
+                    }
+                }
+                let _ = root.unlink_file_at(&name);
+                held.push(file);
+                if failed.is_some() {
+                    break failed;
+                }
+                n += 1;
             }
         }
         "files" => {

@@ -504,6 +504,7 @@ impl WasmTaskStore {
                     Err(inner.limit_error(Limit::Timeout(inner.limits.timeout)))
                 }
                 Ok(answer) => {
+                    quota::settle(instance.store.data_mut());
                     let over_quota = instance.hit_quota();
                     if !instance.leaks_handles() {
                         inner.release(instance);

@@ -97,6 +97,16 @@ pub(crate) struct Host {
     pub(crate) quota: Option<QuotaHandle>,
 }
 
+impl Drop for Host {
+    /// Dropping the instance closes every file it held, so what its unlinks and replacing
+    /// renames freed is free now.
+    fn drop(&mut self) {
+        if let Some(quota) = &self.quota {
+            quota.settle_all();
+        }
+    }
+}
+
 impl WasiView for Host {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView {

@@ -12,7 +12,10 @@
 //! `write-via-stream`/`append-via-stream` are charged for whatever they add past the file's
 //! current length; `set-size` for growth; `open-at` with `create` and `create-directory-at` for
 //! a new entry; `unlink-file-at`, `remove-directory-at`, a truncating `open-at` and a `rename-at`
-//! that replaces a file give back what they free. Charging happens before the write: a write
+//! that replaces another file give back what they free. A file that is unlinked or replaced
+//! while the instance may still hold it open (a descriptor or a stream on any file) still takes
+//! its space, so what it frees is given back only once the instance holds no file (at the latest
+//! when the instance is dropped). Charging happens before the write: a write
 //! that would pass the quota fails inside the guest with `insufficient-space` (`ENOSPC`), writes
 //! nothing, and the host reports the call as [`toolnexus_core::Limit::Disk`].
 //!
@@ -24,7 +27,7 @@ use crate::pool::Host;
 use bytes::Bytes;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
@@ -32,7 +35,9 @@ use wasmtime_wasi::p2::bindings::sync::filesystem::types::{
     DescriptorFlags, DescriptorType, ErrorCode, Filesize, Host as TypesHost, HostDescriptor,
     OpenFlags, PathFlags,
 };
-use wasmtime_wasi::p2::{DynOutputStream, FsResult, OutputStream, Pollable, StreamError};
+use wasmtime_wasi::p2::{
+    DynInputStream, DynOutputStream, FsResult, InputStream, OutputStream, Pollable, StreamError,
+};
 
 /// The quota of a read-write `wasm:` store unless set: 1 GiB.
 pub const DEFAULT_DISK_QUOTA: u64 = 1 << 30;
@@ -105,12 +110,17 @@ fn usage(dir: &Path) -> std::io::Result<u64> {
     Ok(total)
 }
 
-/// An instance's view of its store's quota: the shared count, and whether a write of the call
-/// in progress was refused.
+/// An instance's view of its store's quota: the shared count, whether a write of the call in
+/// progress was refused, and what unlinked or replaced files will give back once the instance
+/// holds no file that could keep them.
 #[derive(Debug, Clone)]
 pub(crate) struct QuotaHandle {
     disk: Arc<DiskQuota>,
     hit: Arc<AtomicBool>,
+    /// Bytes freed by unlinks and replacing renames, not yet given back.
+    pending: Arc<AtomicU64>,
+    /// Streams on files this instance holds (each keeps its file's space in use).
+    file_streams: Arc<AtomicUsize>,
 }
 
 impl QuotaHandle {
@@ -118,6 +128,8 @@ impl QuotaHandle {
         QuotaHandle {
             disk,
             hit: Arc::new(AtomicBool::new(false)),
+            pending: Arc::new(AtomicU64::new(0)),
+            file_streams: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -140,6 +152,53 @@ impl QuotaHandle {
 
     fn credit(&self, bytes: u64) {
         self.disk.credit(bytes);
+    }
+
+    /// Counts `bytes` as freed once nothing of this instance can hold them ([`settle`]).
+    fn defer_credit(&self, bytes: u64) {
+        self.pending.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// Gives back what deferred credits hold, unconditionally: for an instance being dropped.
+    pub(crate) fn settle_all(&self) {
+        self.credit(self.pending.swap(0, Ordering::AcqRel));
+    }
+}
+
+/// Gives back the instance's deferred credits if it holds no file: no file descriptor and no
+/// stream on a file, so no unlinked file can still be taking space because of it.
+pub(crate) fn settle(host: &mut Host) {
+    let Some(quota) = host.quota.clone() else {
+        return;
+    };
+    if quota.pending.load(Ordering::Acquire) == 0 || quota.file_streams.load(Ordering::Acquire) > 0
+    {
+        return;
+    }
+    let holds_a_file = host.table.iter_mut().any(|entry| {
+        matches!(
+            entry.downcast_ref::<Descriptor>(),
+            Some(Descriptor::File(_))
+        )
+    });
+    if !holds_a_file {
+        quota.settle_all();
+    }
+}
+
+/// Counts a live stream on a file for as long as it lives.
+struct FileStreamGuard(Arc<AtomicUsize>);
+
+impl FileStreamGuard {
+    fn new(quota: &QuotaHandle) -> Self {
+        quota.file_streams.fetch_add(1, Ordering::AcqRel);
+        FileStreamGuard(Arc::clone(&quota.file_streams))
+    }
+}
+
+impl Drop for FileStreamGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -201,6 +260,30 @@ fn make_private(host: &mut Host, file: &Resource<Descriptor>) {
     }
     #[cfg(not(unix))]
     let _ = (host, file);
+}
+
+/// Whether two paths name the same file (links are not followed); `false` if either is missing.
+fn same_object(
+    host: &mut Host,
+    dir_a: &Resource<Descriptor>,
+    a: &str,
+    dir_b: &Resource<Descriptor>,
+    b: &str,
+) -> bool {
+    let mut hash = |dir: &Resource<Descriptor>, path: &str| {
+        HostDescriptor::metadata_hash_at(
+            &mut host.filesystem(),
+            again(dir),
+            PathFlags::empty(),
+            path.to_owned(),
+        )
+        .ok()
+        .map(|h| (h.lower, h.upper))
+    };
+    match (hash(dir_a, a), hash(dir_b, b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => false,
+    }
 }
 
 /// Replaces the functions of `wasi:filesystem/types` that make the directory hold more (or
@@ -355,8 +438,9 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 } else {
                     HostDescriptor::remove_directory_at(&mut host.filesystem(), fd, path)
                 };
-                if let (Ok(()), Some(quota), Some(bytes)) = (&result, &host.quota, freed) {
-                    quota.credit(bytes);
+                if let (Ok(()), Some(quota), Some(bytes)) = (&result, host.quota.clone(), freed) {
+                    quota.defer_credit(bytes);
+                    settle(host);
                 }
                 answer(host, result)
             },
@@ -367,15 +451,28 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
         |mut cx: StoreContextMut<'_, Host>,
          (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
             let host = cx.data_mut();
-            // What the destination held, if anything, is freed by the rename.
-            let replaced = match host.quota {
-                Some(_) => entry_bytes(host, &new_fd, &new),
-                None => None,
+            // What the destination held, if anything, is freed by the rename, unless it is the
+            // very file being renamed (a rename onto itself frees nothing).
+            let replaced = if host.quota.is_some() && !same_object(host, &fd, &old, &new_fd, &new)
+            {
+                entry_bytes(host, &new_fd, &new)
+            } else {
+                None
             };
             let result = HostDescriptor::rename_at(&mut host.filesystem(), fd, old, new_fd, new);
-            if let (Ok(()), Some(quota), Some(bytes)) = (&result, &host.quota, replaced) {
-                quota.credit(bytes);
+            if let (Ok(()), Some(quota), Some(bytes)) = (&result, host.quota.clone(), replaced) {
+                quota.defer_credit(bytes);
+                settle(host);
             }
+            answer(host, result)
+        },
+    )?;
+    types.func_wrap(
+        "[method]descriptor.read-via-stream",
+        |mut cx: StoreContextMut<'_, Host>, (fd, offset): (Resource<Descriptor>, Filesize)| {
+            let host = cx.data_mut();
+            let result = HostDescriptor::read_via_stream(&mut host.filesystem(), fd, offset)
+                .and_then(|stream| held_stream(host, stream));
             answer(host, result)
         },
     )?;
@@ -396,6 +493,7 @@ fn counted_stream(
     let inner = host.table.delete(stream)?;
     let counted: DynOutputStream = Box::new(CountedStream {
         inner,
+        _held: FileStreamGuard::new(&quota),
         quota,
         position: offset,
         len,
@@ -403,9 +501,63 @@ fn counted_stream(
     Ok(host.table.push(counted)?)
 }
 
+/// Swaps a file's new input stream for one that is counted as holding the file (see
+/// [`settle`]).
+fn held_stream(
+    host: &mut Host,
+    stream: Resource<DynInputStream>,
+) -> FsResult<Resource<DynInputStream>> {
+    let Some(quota) = host.quota.clone() else {
+        return Ok(stream);
+    };
+    let inner = host.table.delete(stream)?;
+    let held: DynInputStream = Box::new(HeldStream {
+        inner,
+        _held: FileStreamGuard::new(&quota),
+    });
+    Ok(host.table.push(held)?)
+}
+
+/// A file's input stream, counted while it lives.
+struct HeldStream {
+    inner: DynInputStream,
+    _held: FileStreamGuard,
+}
+
+#[async_trait::async_trait]
+impl Pollable for HeldStream {
+    async fn ready(&mut self) {
+        self.inner.ready().await
+    }
+}
+
+#[async_trait::async_trait]
+impl InputStream for HeldStream {
+    fn read(&mut self, size: usize) -> Result<Bytes, StreamError> {
+        self.inner.read(size)
+    }
+
+    async fn blocking_read(&mut self, size: usize) -> Result<Bytes, StreamError> {
+        self.inner.blocking_read(size).await
+    }
+
+    fn skip(&mut self, nelem: usize) -> Result<usize, StreamError> {
+        self.inner.skip(nelem)
+    }
+
+    async fn blocking_skip(&mut self, nelem: usize) -> Result<usize, StreamError> {
+        self.inner.blocking_skip(nelem).await
+    }
+
+    async fn cancel(&mut self) {
+        self.inner.cancel().await
+    }
+}
+
 /// A file's output stream that is charged for every byte it writes past the file's length.
 struct CountedStream {
     inner: DynOutputStream,
+    _held: FileStreamGuard,
     quota: QuotaHandle,
     /// Where the next write lands, or `None` for an append stream (every byte is growth).
     position: Option<u64>,
