@@ -58,6 +58,7 @@ async fn every_way_of_writing_stops_at_the_quota() {
         "set-size",
         "files",
         "rename-self",
+        "truncate-reuse",
         "unlink-held",
     ] {
         let tmp = tempfile::tempdir().unwrap();

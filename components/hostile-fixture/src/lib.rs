@@ -20,7 +20,7 @@
 //! | `hoard` / `hoard:<n>` | opens a file of its own up to 25,000 (or `<n>`) times and keeps every handle, then reports how many opens succeeded |
 //! | `sleep:<ms>` | sleeps (a WASI clock subscription and a blocking poll), then returns nothing |
 //! | `sleep-forever` | sleeps for `u64::MAX` nanoseconds at a time, forever |
-//! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file), `files` (empty files), `rename-self` (writes, renaming the file onto itself after each chunk) or `unlink-held` (files of 256 KiB written, kept open and unlinked); reports how far it got and the error that stopped it |
+//! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file), `files` (empty files), `rename-self` (writes, renaming the file onto itself after each chunk), `truncate-reuse` (a write stream opened before its file is truncated elsewhere, rewriting it, then a second file) or `unlink-held` (files of 256 KiB written, kept open and unlinked); reports how far it got and the error that stopped it |
 //! | `fill-fail:<how>:<bytes>` | the same, but fails with an `io` error when a write is refused, as a store would |
 //!
 //! `save` traps if the Task's text contains `"trap"` and otherwise succeeds without storing.
@@ -190,6 +190,38 @@ fn fill(how: &str, bytes: u64) -> Result<(u64, Option<String>), StoreError> {
                 // A rename onto itself frees nothing.
                 if let Err(e) = root.rename_at("fill-rename.bin", root, "fill-rename.bin") {
                     break Some(format!("rename: {e:?}"));
+                }
+            }
+        }
+        "truncate-reuse" => {
+            // A write stream opened on a 256 KiB file, the file truncated through another
+            // descriptor, the stream writing the 256 KiB again: sixteen times. Then a second
+            // file, filled.
+            let reused = open("fill-reused.bin")?;
+            for k in 0..64u64 {
+                reused
+                    .write(&chunk, k * CHUNK as u64)
+                    .map_err(|e| StoreError::Io(format!("{e:?}")))?;
+            }
+            for _ in 0..16 {
+                let stream = reused
+                    .write_via_stream(0)
+                    .map_err(|e| StoreError::Io(format!("{e:?}")))?;
+                drop(open("fill-reused.bin")?);
+                for _ in 0..64 {
+                    stream
+                        .blocking_write_and_flush(&chunk)
+                        .map_err(|e| StoreError::Io(format!("{e:?}")))?;
+                }
+            }
+            let file = open("fill-after.bin")?;
+            loop {
+                if added >= bytes {
+                    break None;
+                }
+                match file.write(&chunk, added) {
+                    Ok(n) => added += n,
+                    Err(e) => break Some(format!("{e:?}")),
                 }
             }
         }

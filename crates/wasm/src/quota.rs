@@ -21,7 +21,7 @@
 //!
 //! **What is not:** writes by anything other than this store's instances (a native store, another
 //! process) after the scan; the count can only overestimate what the component itself adds
-//! (a sparse file counts at its length, two streams on one file each count their growth).
+//! (a sparse file counts at its length).
 
 use crate::pool::Host;
 use bytes::Bytes;
@@ -339,9 +339,9 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
         "[method]descriptor.write-via-stream",
         |mut cx: StoreContextMut<'_, Host>, (fd, offset): (Resource<Descriptor>, Filesize)| {
             let host = cx.data_mut();
-            let len = file_len(host, &fd).unwrap_or(0);
+            let file = open_file(host, &fd);
             let result = HostDescriptor::write_via_stream(&mut host.filesystem(), fd, offset)
-                .and_then(|stream| counted_stream(host, stream, Some(offset), len));
+                .and_then(|stream| counted_stream(host, stream, Some(offset), file));
             answer(host, result)
         },
     )?;
@@ -350,7 +350,7 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
         |mut cx: StoreContextMut<'_, Host>, (fd,): (Resource<Descriptor>,)| {
             let host = cx.data_mut();
             let result = HostDescriptor::append_via_stream(&mut host.filesystem(), fd)
-                .and_then(|stream| counted_stream(host, stream, None, 0));
+                .and_then(|stream| counted_stream(host, stream, None, None));
             answer(host, result)
         },
     )?;
@@ -480,12 +480,21 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
     Ok(())
 }
 
-/// Swaps a file's new output stream for one that counts what it adds.
+/// The open file behind a descriptor, if it is a file.
+fn open_file(host: &mut Host, fd: &Resource<Descriptor>) -> Option<Arc<std::fs::File>> {
+    match host.table.get(fd) {
+        Ok(Descriptor::File(file)) => Some(Arc::clone(&file.file)),
+        _ => None,
+    }
+}
+
+/// Swaps a file's new output stream for one that counts what it adds: `position` is where a
+/// write stream starts (`None` for an append stream), `file` the file it writes.
 fn counted_stream(
     host: &mut Host,
     stream: Resource<DynOutputStream>,
-    offset: Option<u64>,
-    len: u64,
+    position: Option<u64>,
+    file: Option<Arc<std::fs::File>>,
 ) -> FsResult<Resource<DynOutputStream>> {
     let Some(quota) = host.quota.clone() else {
         return Ok(stream);
@@ -495,8 +504,8 @@ fn counted_stream(
         inner,
         _held: FileStreamGuard::new(&quota),
         quota,
-        position: offset,
-        len,
+        position,
+        file,
     });
     Ok(host.table.push(counted)?)
 }
@@ -561,24 +570,28 @@ struct CountedStream {
     quota: QuotaHandle,
     /// Where the next write lands, or `None` for an append stream (every byte is growth).
     position: Option<u64>,
-    /// The file's length as this stream knows it.
-    len: u64,
+    /// The file, to read its length before each write: another descriptor may have truncated
+    /// or grown it since.
+    file: Option<Arc<std::fs::File>>,
 }
 
 impl CountedStream {
     /// Charges a write of `n` bytes, or refuses it as the disk being full.
     fn charge(&mut self, n: usize) -> Result<(), StreamError> {
         let n = n as u64;
-        let growth = match self.position {
-            Some(position) => position.saturating_add(n).saturating_sub(self.len),
-            None => n,
+        let growth = match (self.position, &self.file) {
+            (Some(position), Some(file)) => {
+                // A length we cannot read counts as empty: the whole write is charged.
+                let len = file.metadata().map_or(0, |meta| meta.len());
+                position.saturating_add(n).saturating_sub(len)
+            }
+            _ => n,
         };
         if !self.quota.charge(growth) {
             return Err(StreamError::LastOperationFailed(no_space_error().into()));
         }
         if let Some(position) = &mut self.position {
             *position = position.saturating_add(n);
-            self.len = self.len.max(*position);
         }
         Ok(())
     }
