@@ -42,7 +42,7 @@ fn task(n: usize) -> Task {
         "id": id(n),
         "contextId": format!("ctx-{}", n % 100),
         "kind": "task",
-        "status": {"state": if n % 3 == 0 { "completed" } else { "working" },
+        "status": {"state": if n.is_multiple_of(3) { "completed" } else { "working" },
                    "timestamp": format!("2026-11-30T12:{:02}:{:02}.000Z", (n / 60) % 60, n % 60)},
         "history": [{"role": "user", "kind": "message", "messageId": format!("m-{n}"),
                      "parts": [{"kind": "text", "text": "x".repeat(300)}]}],
@@ -77,10 +77,7 @@ async fn main() -> anyhow::Result<()> {
         other => anyhow::bail!("--store must be native or component, not {other:?}"),
     };
     let mut pages = Vec::new();
-    for (name, token) in [
-        ("first", None),
-        ("middle", Some(id(args.tasks / 2))),
-    ] {
+    for (name, token) in [("first", None), ("middle", Some(id(args.tasks / 2)))] {
         let query = ListQuery {
             page_size: args.page_size,
             page_token: token,
