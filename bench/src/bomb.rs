@@ -10,6 +10,8 @@
 //! arithmetic: register allocation's worst case here), `calls` (many small functions that call
 //! each other: per-function overhead). Prints one JSON object.
 
+use toolnexus_bench::proc_status;
+
 use clap::Parser;
 use std::time::Instant;
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
@@ -88,24 +90,11 @@ fn bomb(shape: &str, bytes: usize) -> Vec<u8> {
     component.finish()
 }
 
-/// This process's resident set now and at its peak, in MiB.
-fn rss_mib() -> (f64, f64) {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-            .map_or(f64::NAN, |kib| kib / 1024.0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
-}
-
-fn main() {
+fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let bytes = bomb(&args.shape, args.mib << 20);
-    let (before, _) = rss_mib();
-    let tmp = tempfile::tempdir().expect("a temp dir");
+    let before = proc_status::memory_mib("VmRSS");
+    let tmp = tempfile::tempdir()?;
     let mut builder = WasmTaskStore::builder(ComponentSource::Bytes {
         name: "bomb.wasm".into(),
         bytes: bytes.clone().into(),
@@ -117,7 +106,7 @@ fn main() {
     let started = Instant::now();
     let outcome = builder.build();
     let seconds = started.elapsed().as_secs_f64();
-    let (_, peak) = rss_mib();
+    let peak = proc_status::memory_mib("VmHWM");
     let refused = match &outcome {
         Ok(_) => "loaded".to_owned(),
         Err(e) => e.to_string().chars().take(160).collect(),
@@ -128,9 +117,10 @@ fn main() {
             "shape": args.shape,
             "component_bytes": bytes.len(),
             "seconds": (seconds * 1000.0).round() / 1000.0,
-            "rss_before_mib": before.round(),
-            "peak_rss_mib": peak.round(),
+            "rss_before_mib": before,
+            "peak_rss_mib": peak,
             "outcome": refused,
         })
     );
+    Ok(())
 }

@@ -10,6 +10,8 @@
 //! The first run fills `--dir` (default `target/list-bench`) with `--tasks` small Tasks (about
 //! 600 bytes each) through the native store; later runs reuse them. Prints one JSON object.
 
+use toolnexus_bench::proc_status;
+
 use clap::Parser;
 use serde_json::json;
 use std::path::PathBuf;
@@ -37,7 +39,7 @@ fn id(n: usize) -> String {
     format!("task-{n:07}")
 }
 
-fn task(n: usize) -> Task {
+fn task(n: usize) -> Result<Task, toolnexus::StoreError> {
     Task::try_from(json!({
         "id": id(n),
         "contextId": format!("ctx-{}", n % 100),
@@ -47,16 +49,6 @@ fn task(n: usize) -> Task {
         "history": [{"role": "user", "kind": "message", "messageId": format!("m-{n}"),
                      "parts": [{"kind": "text", "text": "x".repeat(300)}]}],
     }))
-    .expect("a Task")
-}
-
-fn peak_rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .map_or(f64::NAN, |kib| (kib / 1024.0 * 10.0).round() / 10.0)
 }
 
 #[tokio::main]
@@ -67,10 +59,10 @@ async fn main() -> anyhow::Result<()> {
     if present < args.tasks {
         let filler = FileTaskStore::with_durability(&args.dir, Durability::Relaxed)?;
         for n in 0..args.tasks {
-            filler.save(&task(n)).await?;
+            filler.save(&task(n)?).await?;
         }
     }
-    let before = peak_rss_mib();
+    let before = proc_status::memory_mib("VmHWM");
     let store: Box<dyn TaskStore> = match args.store.as_str() {
         "native" => Box::new(FileTaskStore::new(&args.dir)?),
         "component" => Box::new(WasmTaskStore::file_store(&args.dir)?),
@@ -93,7 +85,7 @@ async fn main() -> anyhow::Result<()> {
                 Ok(page) => format!("{} tasks", page.tasks.len()),
                 Err(e) => e.to_string().chars().take(200).collect(),
             },
-            "peak_rss_mib": peak_rss_mib(),
+            "peak_rss_mib": proc_status::memory_mib("VmHWM"),
         }));
     }
     println!(

@@ -12,12 +12,12 @@
 //! instance of its own and should take about its own work; with fewer, it waits for a permit,
 //! at most `ceil(64 / instances)` deadlines.
 
+use toolnexus_bench::proc_status;
+
 use clap::Parser;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolnexus::TaskStore;
-use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
-use toolnexus_conformance::HOSTILE_COMPONENT;
 
 #[derive(Parser)]
 struct Args {
@@ -44,39 +44,27 @@ struct Sample {
 }
 
 fn sample() -> Sample {
-    let count = |dir: &str| std::fs::read_dir(dir).map_or(0, |d| d.count());
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let rss_kib = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .unwrap_or(f64::NAN);
     Sample {
-        threads: count("/proc/self/task"),
-        fds: count("/proc/self/fd"),
-        rss_mib: (rss_kib / 1024.0 * 10.0).round() / 10.0,
+        threads: proc_status::threads(),
+        fds: proc_status::descriptors(),
+        rss_mib: proc_status::memory_mib("VmRSS"),
     }
 }
 
 #[tokio::main]
-async fn main() {
+async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let tmp = tempfile::tempdir().expect("a temp dir");
+    let tmp = tempfile::tempdir()?;
     let timeout = Duration::from_millis(args.timeout_ms);
     let store = Arc::new(
-        WasmTaskStore::builder(ComponentSource::Bytes {
-            name: "hostile.wasm".into(),
-            bytes: HOSTILE_COMPONENT.into(),
-        })
-        .cache(CacheDir::Off)
-        .dir(tmp.path())
-        .timeout(timeout)
-        .max_instances(args.instances)
-        .build()
-        .expect("the hostile fixture loads"),
+        toolnexus_conformance::hostile_builder()
+            .dir(tmp.path())
+            .timeout(timeout)
+            .max_instances(args.instances)
+            .build()?,
     );
     // Warm: one good call, so the baseline includes the first instance and the blocking pool.
-    store.get("nothing").await.expect("a good call");
+    store.get("nothing").await?;
     tokio::time::sleep(Duration::from_secs(args.settle_s)).await;
     let baseline = sample();
 
@@ -118,4 +106,5 @@ async fn main() {
             "after_settling": settled,
         })
     );
+    Ok(())
 }

@@ -133,18 +133,7 @@ fn fill(how: &str, bytes: u64) -> Result<(u64, Option<String>), StoreError> {
                 }
             }
         }
-        "pwrite" => {
-            let file = open("fill-pwrite.bin")?;
-            loop {
-                if added >= bytes {
-                    break None;
-                }
-                match file.write(&chunk, added) {
-                    Ok(n) => added += n,
-                    Err(e) => break Some(format!("{e:?}")),
-                }
-            }
-        }
+        "pwrite" => pwrite_until(&open("fill-pwrite.bin")?, bytes, &mut added),
         "stream" | "append" => {
             let file = open(&format!("fill-{how}.bin"))?;
             let stream = if how == "stream" {
@@ -214,16 +203,7 @@ fn fill(how: &str, bytes: u64) -> Result<(u64, Option<String>), StoreError> {
                         .map_err(|e| StoreError::Io(format!("{e:?}")))?;
                 }
             }
-            let file = open("fill-after.bin")?;
-            loop {
-                if added >= bytes {
-                    break None;
-                }
-                match file.write(&chunk, added) {
-                    Ok(n) => added += n,
-                    Err(e) => break Some(format!("{e:?}")),
-                }
-            }
+            pwrite_until(&open("fill-after.bin")?, bytes, &mut added)
         }
         "unlink-held" => {
             // Files written, kept open, and unlinked: their space stays in use while held.
@@ -274,6 +254,24 @@ fn fill(how: &str, bytes: u64) -> Result<(u64, Option<String>), StoreError> {
         }
     };
     Ok((added, stopped))
+}
+
+/// Writes `file` from `*added` on with `descriptor.write` until it holds `bytes` or a write
+/// fails; returns that failure.
+#[cfg(target_family = "wasm")]
+fn pwrite_until(
+    file: &wasip2::filesystem::types::Descriptor,
+    bytes: u64,
+    added: &mut u64,
+) -> Option<String> {
+    let chunk = [b'f'; 4096];
+    while *added < bytes {
+        match file.write(&chunk, *added) {
+            Ok(n) => *added += n,
+            Err(e) => return Some(format!("{e:?}")),
+        }
+    }
+    None
 }
 
 #[cfg(not(target_family = "wasm"))]
