@@ -224,10 +224,10 @@ fn no_space<T>() -> Answer<T> {
     Ok((Err(ErrorCode::InsufficientSpace),))
 }
 
-/// The length of an open file, if it is one.
+/// The length of an open regular file, if `fd` is one.
 fn file_len(host: &mut Host, fd: &Resource<Descriptor>) -> Option<u64> {
-    let stat = HostDescriptor::stat(&mut host.filesystem(), again(fd)).ok()?;
-    (stat.type_ == DescriptorType::RegularFile).then_some(stat.size)
+    let meta = open_file(host, fd)?.metadata().ok()?;
+    meta.is_file().then_some(meta.len())
 }
 
 /// What the entry at `path` under `dir` counts for, if there is one (links are not followed).
