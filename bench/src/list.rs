@@ -69,7 +69,12 @@ async fn main() -> anyhow::Result<()> {
         other => anyhow::bail!("--store must be native or component, not {other:?}"),
     };
     let mut pages = Vec::new();
-    for (name, token) in [("first", None), ("middle", Some(id(args.tasks / 2)))] {
+    // The token of a page that starts in the middle of the listing (newest first).
+    let middle = {
+        let t = task(args.tasks / 2)?;
+        toolnexus_format::query::SortKey::of(t.id(), t.as_map()).encode()
+    };
+    for (name, token) in [("first", None), ("middle", Some(middle))] {
         let query = ListQuery {
             page_size: args.page_size,
             page_token: token,
@@ -82,7 +87,7 @@ async fn main() -> anyhow::Result<()> {
             "page": name,
             "ms": (ms * 10.0).round() / 10.0,
             "outcome": match outcome {
-                Ok(page) => format!("{} tasks", page.tasks.len()),
+                Ok(page) => format!("{} tasks of {:?}", page.tasks.len(), page.total_size),
                 Err(e) => e.to_string().chars().take(200).collect(),
             },
             "peak_rss_mib": proc_status::memory_mib("VmHWM"),

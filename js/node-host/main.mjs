@@ -3,17 +3,27 @@
 // directory on disk, through @bytecodealliance/preview2-shim. It runs any task-store component
 // transpiled by build.mjs (`--bindings`); the tests also run the JavaScript store's component.
 //
-//   node node-host/main.mjs --dir <store-dir> [--bindings <dir>] [--durability full|relaxed] <command> ...
+//   node node-host/main.mjs --dir <store-dir> [--bindings <dir>] [--durability full|relaxed]
+//        [--lock-lease-ms <ms>] [--versions] [--total] <command> ...
+//
+// The component must export `toolnexus:task-store@0.2.0` (wit/task-store.wit); one exporting
+// 0.1.0 (wit/0.1.0/) runs too, without versions or conditions.
 //
 // Commands (one line of output per Task, JSON text exactly as the store returned it):
 //   get <id>...        the Task with each id, or `null`; with no ids, the ids are read from
-//                      stdin, one JSON string per line (for ids no command line can carry: NUL)
-//   save <file>...     save the Task in each file (its text, verbatim)
-//   list [<pageSize>]  every Task, walking all pages in id order
+//                      stdin, one JSON string per line (for ids no command line can carry: NUL).
+//                      With --versions: `{"version":<n>,"task":<the Task>}` instead.
+//   save [--if any|absent|<version>] <file>...
+//                      save the Task in each file (its text, verbatim), if the condition holds
+//                      (default `any`); with --versions, prints each new version
+//   list [<pageSize>]  every Task, walking all pages (newest status timestamp first); filters:
+//                      --context-id <id>, --state <state>, --status-timestamp-after <RFC 3339>;
+//                      with --total, then a last line `{"totalSize":<n>}`
 //   delete <id>...     `true` or `false` per id
 //   bench [<n>]        n saves and n gets of one small Task; prints mean microseconds per call
 //
-// A failed call prints `error: <store-error case>: <message>` on stderr and exits with 2.
+// A failed call prints `error: <store-error case>: <message>` on stderr and exits with 2 (a
+// `conflict` also names the current version: `error: conflict (current: 3): …`).
 
 import { readFile } from 'node:fs/promises';
 import { mkdirSync } from 'node:fs';
@@ -58,8 +68,37 @@ export function acceptMutateDirectoryOnOpen(Descriptor) {
   Descriptor.prototype.openAt = patched;
 }
 
-/** Instantiates the transpiled file store over `dir` and configures its durability. */
-export async function openFileStore({ bindings, dir, durability = 'full' }) {
+/** The contract versions this program drives, newest first. */
+const CONTRACTS = ['0.2.0', '0.1.0'];
+
+/**
+ * A 0.1.0 store (`get` → `option<string>`, `save(task)` → `()`) behind the 0.2.0 signatures:
+ * versions are `undefined` and a save takes no condition but `any`.
+ */
+function fromContract010(store) {
+  return {
+    get(id) {
+      const task = store.get(id);
+      return task === undefined || task === null ? undefined : { task, version: undefined };
+    },
+    save(task, condition = { tag: 'any' }) {
+      if (condition.tag !== 'any') {
+        throw { payload: { tag: 'other', val: 'this component implements toolnexus:task-store@0.1.0: no conditional saves' } };
+      }
+      store.save(task);
+      return undefined;
+    },
+  };
+}
+
+/**
+ * Instantiates the transpiled store component over `dir` and configures it as the Rust host
+ * does (`durability`, and `lock-lease-ms` when given). Returns the 0.2.0 interfaces (`store`:
+ * `get(id)` → `{ task, version }` or `undefined`; `save(task, condition)` → the new version, a
+ * BigInt; `catalog`: `list(query)` → `{ tasks, nextPageToken, totalSize }`, `delete(id)`) and
+ * the contract version the component implements.
+ */
+export async function openFileStore({ bindings, dir, durability = 'full', lockLeaseMs }) {
   acceptMutateDirectoryOnOpen(filesystemTypes.Descriptor);
   mkdirSync(dir, { recursive: true });
   const shim = new WASIShim({
@@ -70,9 +109,25 @@ export async function openFileStore({ bindings, dir, durability = 'full' }) {
     async (name) => WebAssembly.compile(await readFile(join(bindings, name))),
     shim.getImportObject(),
   );
-  const pick = (name) => component[`toolnexus:task-store/${name}@0.1.0`] ?? component[name];
-  pick('config')?.configure([['durability', durability]]);
-  return { store: pick('store'), catalog: pick('catalog') };
+  const contract = CONTRACTS.find((v) => component[`toolnexus:task-store/store@${v}`]);
+  if (!contract) {
+    throw new Error(`${bindings} exports no toolnexus:task-store/store@{${CONTRACTS.join(',')}}`);
+  }
+  const pick = (name) => component[`toolnexus:task-store/${name}@${contract}`];
+  const settings = [['durability', durability]];
+  if (lockLeaseMs !== undefined) settings.push(['lock-lease-ms', String(lockLeaseMs)]);
+  pick('config')?.configure(settings);
+  const store = contract === '0.1.0' ? fromContract010(pick('store')) : pick('store');
+  return { store, catalog: pick('catalog'), contract };
+}
+
+/** A `--if` value as a WIT `condition`. */
+function parseCondition(text) {
+  if (text === undefined || text === 'any') return { tag: 'any' };
+  if (text === 'absent') return { tag: 'absent' };
+  if (/^[0-9]+$/.test(text)) return { tag: 'version', val: BigInt(text) };
+  console.error(`--if takes any, absent or a version number, not ${JSON.stringify(text)}`);
+  process.exit(64);
 }
 
 async function idsFromStdin() {
@@ -86,7 +141,11 @@ async function idsFromStdin() {
 
 function fail(e) {
   const payload = e && typeof e === 'object' && 'payload' in e ? e.payload : null;
-  if (payload && typeof payload === 'object' && 'tag' in payload) {
+  if (payload && typeof payload === 'object' && payload.tag === 'conflict') {
+    const current = payload.val?.current;
+    const shown = current === undefined || current === null ? 'none' : String(current);
+    console.error(`error: conflict (current: ${shown}): ${payload.val?.message}`);
+  } else if (payload && typeof payload === 'object' && 'tag' in payload) {
     console.error(`error: ${payload.tag}: ${payload.val}`);
   } else {
     console.error(`error: ${e && e.stack ? e.stack : e}`);
@@ -101,11 +160,18 @@ async function main() {
       dir: { type: 'string' },
       bindings: { type: 'string' },
       durability: { type: 'string', default: 'full' },
+      'lock-lease-ms': { type: 'string' },
+      versions: { type: 'boolean', default: false },
+      total: { type: 'boolean', default: false },
+      if: { type: 'string' },
+      'context-id': { type: 'string' },
+      state: { type: 'string' },
+      'status-timestamp-after': { type: 'string' },
     },
   });
   const [command, ...rest] = positionals;
   if (!opts.dir || !command) {
-    console.error('usage: main.mjs --dir <store-dir> [--bindings <dir>] [--durability full|relaxed] get|save|list|delete|bench ...');
+    console.error('usage: main.mjs --dir <store-dir> [--bindings <dir>] [--durability full|relaxed] [--lock-lease-ms <ms>] [--versions] [--total] get|save|list|delete|bench ...');
     process.exit(64);
   }
   const targetDir = process.env.CARGO_TARGET_DIR
@@ -116,25 +182,45 @@ async function main() {
     bindings,
     dir: opts.dir,
     durability: opts.durability,
+    lockLeaseMs: opts['lock-lease-ms'],
   });
   const print = (line) => process.stdout.write(`${line}\n`);
 
   switch (command) {
     case 'get': {
       const ids = rest.length > 0 ? rest : await idsFromStdin();
-      for (const id of ids) print(store.get(id) ?? 'null');
+      for (const id of ids) {
+        const found = store.get(id);
+        if (found === undefined || found === null) print('null');
+        else if (opts.versions) print(`{"version":${found.version ?? 'null'},"task":${found.task}}`);
+        else print(found.task);
+      }
       break;
     }
-    case 'save':
-      for (const file of rest) store.save(await readFile(file, 'utf8'));
+    case 'save': {
+      const condition = parseCondition(opts.if);
+      for (const file of rest) {
+        const version = store.save(await readFile(file, 'utf8'), condition);
+        if (opts.versions) print(String(version ?? 'null'));
+      }
       break;
+    }
     case 'list': {
       let pageToken;
+      let totalSize;
       do {
-        const page = catalog.list({ pageSize: Number(rest[0] ?? 0), pageToken });
+        const page = catalog.list({
+          contextId: opts['context-id'],
+          state: opts.state,
+          statusTimestampAfter: opts['status-timestamp-after'],
+          pageSize: Number(rest[0] ?? 0),
+          pageToken,
+        });
         page.tasks.forEach(print);
+        totalSize = page.totalSize;
         pageToken = page.nextPageToken ?? undefined;
       } while (pageToken !== undefined);
+      if (opts.total) print(`{"totalSize":${totalSize ?? 'null'}}`);
       break;
     }
     case 'delete':
@@ -143,9 +229,10 @@ async function main() {
     case 'bench': {
       const n = Number(rest[0] ?? 200);
       const task = JSON.stringify({ id: 'bench-task', status: { state: 'working' }, n: 0 });
-      store.save(task); // warm up
+      const any = { tag: 'any' };
+      store.save(task, any); // warm up
       let started = process.hrtime.bigint();
-      for (let i = 0; i < n; i++) store.save(task);
+      for (let i = 0; i < n; i++) store.save(task, any);
       const save = Number(process.hrtime.bigint() - started) / 1000 / n;
       started = process.hrtime.bigint();
       for (let i = 0; i < n; i++) store.get('bench-task');

@@ -5,7 +5,7 @@ use crate::{StoreFactory, state, task, vectors};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-use toolnexus::{ListQuery, StoreError, Task, TaskStore};
+use toolnexus::{Expect, ListQuery, StoreError, Task, TaskStore};
 
 /// Reference example 1: save then get round-trips; a miss is `None`.
 pub async fn save_then_get_round_trips(f: &dyn StoreFactory, dir: &Path) {
@@ -230,20 +230,43 @@ pub async fn store_is_shareable_across_threads(f: &dyn StoreFactory, dir: &Path)
     assert!(store.get("from-thread").await.unwrap().is_some());
 }
 
-/// `list` pages through every Task in id order, with filters on context and state (either
-/// protocol version's spelling), and never returns a Task twice.
+/// `list` pages newest status timestamp first (ties by id, Tasks without a timestamp last),
+/// with filters on context, state (either protocol version's spelling) and status timestamp,
+/// a total size across pages, and never returns a Task twice; a page token the store did not
+/// make is refused by name.
 pub async fn list_pages_and_filters(f: &dyn StoreFactory, dir: &Path) {
     let store = f.open(dir);
+    // t00 … t24: t(i) has timestamp minute i, except every fifth shares minute 0; t24 has none.
     for i in 0..25 {
         let state = ["submitted", "TASK_STATE_WORKING", "completed"][i % 3];
         let context = format!("ctx-{}", i % 2);
+        let minute = if i % 5 == 0 { 0 } else { i };
+        let mut status =
+            json!({"state": state, "timestamp": format!("2025-03-01T10:{minute:02}:00.000Z")});
+        if i == 24 {
+            status = json!({"state": state});
+        }
         store
             .save(&task(
-                json!({"id": format!("t{i:02}"), "contextId": context, "status": {"state": state}}),
+                json!({"id": format!("t{i:02}"), "contextId": context, "status": status}),
             ))
             .await
             .unwrap();
     }
+    let mut expected: Vec<(i64, String)> = (0..25)
+        .map(|i| {
+            let minute = if i == 24 {
+                -1
+            } else if i % 5 == 0 {
+                0
+            } else {
+                i
+            };
+            (-minute, format!("t{i:02}"))
+        })
+        .collect();
+    expected.sort();
+    let expected: Vec<String> = expected.into_iter().map(|(_, id)| id).collect();
     let mut seen = Vec::new();
     let mut query = ListQuery {
         page_size: 10,
@@ -253,6 +276,7 @@ pub async fn list_pages_and_filters(f: &dyn StoreFactory, dir: &Path) {
     loop {
         let page = store.list(&query).await.unwrap();
         assert!(page.tasks.len() <= 10);
+        assert_eq!(page.total_size, Some(25), "total size counts every page");
         pages += 1;
         seen.extend(page.tasks.iter().map(|t| t.id().to_owned()));
         match page.next_page_token {
@@ -260,8 +284,8 @@ pub async fn list_pages_and_filters(f: &dyn StoreFactory, dir: &Path) {
             None => break,
         }
     }
-    let expected: Vec<String> = (0..25).map(|i| format!("t{i:02}")).collect();
-    assert_eq!(seen, expected, "every Task once, in id order");
+    assert_eq!(seen, expected, "every Task once, newest first, ties by id");
+    assert_eq!(&seen[19..], ["t00", "t05", "t10", "t15", "t20", "t24"]);
     assert_eq!(pages, 3);
 
     let working = store
@@ -273,9 +297,40 @@ pub async fn list_pages_and_filters(f: &dyn StoreFactory, dir: &Path) {
         .await
         .unwrap();
     let ids: Vec<_> = working.tasks.iter().map(|t| t.id()).collect();
-    assert_eq!(ids, ["t04", "t10", "t16", "t22"]);
+    assert_eq!(ids, ["t22", "t16", "t04", "t10"]);
     assert_eq!(working.tasks[0].get("contextId").unwrap(), "ctx-0");
     assert_eq!(working.next_page_token, None);
+    assert_eq!(working.total_size, Some(4));
+
+    // At or after 10:21, written with another offset: compared as instants.
+    let recent = store
+        .list(&ListQuery {
+            status_timestamp_after: Some(
+                toolnexus::Timestamp::parse("2025-03-01T11:21:00+01:00").unwrap(),
+            ),
+            page_size: 2,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let ids: Vec<_> = recent.tasks.iter().map(|t| t.id()).collect();
+    assert_eq!(ids, ["t23", "t22"]);
+    assert_eq!(recent.total_size, Some(3));
+    assert!(recent.next_page_token.is_some());
+
+    for bad in ["not-a-token", "e30", "%%%"] {
+        let err = store
+            .list(&ListQuery {
+                page_token: Some(bad.into()),
+                ..Default::default()
+            })
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, StoreError::InvalidQuery { .. }),
+            "{bad}: {err}"
+        );
+    }
 }
 
 /// `delete` removes a Task (`true`), reports a miss (`false`), and a deleted Task is gone for
@@ -305,35 +360,31 @@ pub async fn delete_removes_a_task(f: &dyn StoreFactory, dir: &Path) {
     ));
 }
 
-/// `save_if` (optional) is a compare-and-set: it saves only over the version the caller
-/// expects (equal as JSON), never over a newer one, and among racing writers that read the same
-/// version exactly one wins. A store without it answers `Unsupported` and writes nothing.
+/// `save_if` is a compare-and-set: it saves only over the version the caller expects (equal as
+/// JSON), never over a newer one, and among racing writers that read the same version exactly
+/// one wins.
 pub async fn save_if_is_a_compare_and_set(f: &dyn StoreFactory, dir: &Path) {
     let store = f.open(dir);
     let v1 = task(json!({"id": "cas", "status": {"state": "working"}, "n": 1}));
-    match store.save_if(&v1, None).await {
-        Err(StoreError::Unsupported { operation, .. }) => {
-            assert_eq!(operation, "save_if");
-            assert_eq!(store.get("cas").await.unwrap(), None, "nothing written");
-            return;
-        }
-        other => assert!(other.unwrap(), "saves when there is no Task yet"),
-    }
+    assert!(
+        store.save_if(&v1, None).await.unwrap(),
+        "saves when there is no Task yet"
+    );
     assert_eq!(store.get("cas").await.unwrap(), Some(v1.clone()));
 
     // Expecting no Task when there is one: refused, nothing written.
-    let v2 = task(json!({"id": "cas", "status": {"state": "completed"}, "n": 2}));
+    let v2 = task(json!({"id": "cas", "status": {"state": "input-required"}, "n": 2}));
     assert!(!store.save_if(&v2, None).await.unwrap());
     assert_eq!(store.get("cas").await.unwrap(), Some(v1.clone()));
     // Expecting the version read back: saved.
     let read = store.get("cas").await.unwrap().unwrap();
     assert!(store.save_if(&v2, Some(&read)).await.unwrap());
     // A stale expectation: refused, and the newer version stays.
-    let v3 = task(json!({"id": "cas", "status": {"state": "canceled"}, "n": 3}));
+    let v3 = task(json!({"id": "cas", "status": {"state": "working"}, "n": 3}));
     assert!(!store.save_if(&v3, Some(&v1)).await.unwrap());
     assert_eq!(store.get("cas").await.unwrap(), Some(v2.clone()));
     // Equal as JSON is what counts, not the spelling: members in another order match.
-    let v2_reordered = task(json!({"n": 2, "status": {"state": "completed"}, "id": "cas"}));
+    let v2_reordered = task(json!({"n": 2, "status": {"state": "input-required"}, "id": "cas"}));
     assert!(store.save_if(&v3, Some(&v2_reordered)).await.unwrap());
     // The expected version must be a version of the same Task.
     let err = store
@@ -361,7 +412,9 @@ pub async fn save_if_is_a_compare_and_set(f: &dyn StoreFactory, dir: &Path) {
     for i in 0..8 {
         let (store, base) = (Arc::clone(&store), base.clone());
         racers.push(tokio::spawn(async move {
-            let mine = task(json!({"id": "cas", "winner": i}));
+            // The state stays (a terminal one, which a lifecycle guard keeps).
+            let status = base.get("status").cloned().unwrap_or_default();
+            let mine = task(json!({"id": "cas", "winner": i, "status": status}));
             store.save_if(&mine, Some(&base)).await.unwrap()
         }));
     }
@@ -374,4 +427,135 @@ pub async fn save_if_is_a_compare_and_set(f: &dyn StoreFactory, dir: &Path) {
     assert_eq!(winners.len(), 1, "exactly one writer wins: {winners:?}");
     let stored = store.get("cas").await.unwrap().unwrap();
     assert_eq!(stored.get("winner").unwrap(), &json!(winners[0]));
+}
+
+/// Every save (plain or conditional) moves the version on by one; a conditional save that does
+/// not hold writes nothing and names the current version; a delete forgets the version.
+pub async fn versions_count_every_save(f: &dyn StoreFactory, dir: &Path) {
+    let store = f.open(dir);
+    let t = |n: u32| task(json!({"id": "ver", "n": n}));
+    assert_eq!(store.get_versioned("ver").await.unwrap(), None);
+    assert_eq!(
+        store.save_versioned(&t(1), Expect::Absent).await.unwrap(),
+        1
+    );
+    store.save(&t(2)).await.unwrap();
+    assert_eq!(store.get_versioned("ver").await.unwrap(), Some((t(2), 2)));
+    assert_eq!(store.save_versioned(&t(3), Expect::Any).await.unwrap(), 3);
+    assert_eq!(
+        store
+            .save_versioned(&t(4), Expect::Version(3))
+            .await
+            .unwrap(),
+        4
+    );
+    for (stale, expect) in [
+        (Expect::Version(3), "version 3"),
+        (Expect::Absent, "no task"),
+    ] {
+        let err = store.save_versioned(&t(99), stale).await.unwrap_err();
+        match &err {
+            StoreError::Conflict {
+                id,
+                expected,
+                current,
+            } => {
+                assert_eq!((id.as_str(), *expected, *current), ("ver", stale, Some(4)));
+                assert!(err.to_string().contains(expect), "{err}");
+            }
+            other => panic!("expected a conflict, got {other}"),
+        }
+    }
+    let err = store
+        .save_versioned(&task(json!({"id": "nobody"})), Expect::Version(1))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::Conflict { current: None, .. }),
+        "{err}"
+    );
+    assert_eq!(store.get("nobody").await.unwrap(), None, "nothing written");
+    let reader = if f.durable() {
+        f.open(dir)
+    } else {
+        Arc::clone(&store)
+    };
+    assert_eq!(reader.get_versioned("ver").await.unwrap(), Some((t(4), 4)));
+    assert!(store.delete("ver").await.unwrap());
+    assert_eq!(
+        store.save_versioned(&t(5), Expect::Absent).await.unwrap(),
+        1
+    );
+}
+
+/// Writers that all read one version race conditional saves on it: exactly one wins each
+/// round, every loser gets a conflict naming the winner's version, and the stored Task is the
+/// winner's. Durable stores race through separate store instances over the same storage.
+pub async fn conditional_saves_race_with_one_winner(f: &dyn StoreFactory, dir: &Path) {
+    let stores: Vec<Arc<dyn TaskStore>> = if f.durable() {
+        (0..4).map(|_| f.open(dir)).collect()
+    } else {
+        vec![f.open(dir)]
+    };
+    let first = &stores[0];
+    assert_eq!(
+        first
+            .save_versioned(&task(json!({"id": "race"})), Expect::Absent)
+            .await
+            .unwrap(),
+        1
+    );
+    for round in 1..=4u64 {
+        let mut racers = Vec::new();
+        for w in 0..8usize {
+            let store = Arc::clone(&stores[w % stores.len()]);
+            racers.push(tokio::spawn(async move {
+                let mine = task(json!({"id": "race", "round": round, "writer": w}));
+                (w, store.save_versioned(&mine, Expect::Version(round)).await)
+            }));
+        }
+        let mut winners = Vec::new();
+        for racer in racers {
+            let (w, outcome) = racer.await.unwrap();
+            match outcome {
+                Ok(v) => {
+                    assert_eq!(v, round + 1);
+                    winners.push(w);
+                }
+                Err(StoreError::Conflict { current, .. }) => {
+                    assert_eq!(
+                        current,
+                        Some(round + 1),
+                        "a loser names the winner's version"
+                    )
+                }
+                Err(e) => panic!("writer {w}: {e}"),
+            }
+        }
+        assert_eq!(winners.len(), 1, "round {round}: {winners:?}");
+        let (stored, version) = first.get_versioned("race").await.unwrap().unwrap();
+        assert_eq!(version, round + 1);
+        assert_eq!(stored.get("writer").unwrap(), &json!(winners[0]));
+        assert_eq!(stored.get("round").unwrap(), &json!(round));
+    }
+    // Create-if-absent races the same way.
+    let mut racers = Vec::new();
+    for w in 0..8usize {
+        let store = Arc::clone(&stores[w % stores.len()]);
+        racers.push(tokio::spawn(async move {
+            let mine = task(json!({"id": "fresh", "writer": w}));
+            store.save_versioned(&mine, Expect::Absent).await
+        }));
+    }
+    let mut wins = 0;
+    for racer in racers {
+        match racer.await.unwrap() {
+            Ok(1) => wins += 1,
+            Err(StoreError::Conflict {
+                current: Some(1), ..
+            }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(wins, 1);
 }

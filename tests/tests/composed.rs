@@ -202,13 +202,15 @@ fn composition_errors_name_what_does_not_fit() {
     )
     .unwrap_err();
     assert!(matches!(err, ComposeError::NotAMiddleware), "{err}");
-    // The hostile component exports `store` and `config`; the guard also needs `catalog`.
+    // The hostile component is a contract 0.1.0 store exporting `store` and `config`; the
+    // guard needs all three interfaces at 0.2.
     let err = compose(LIFECYCLE_GUARD_COMPONENT, HOSTILE_COMPONENT).unwrap_err();
     let ComposeError::MissingExport { interface } = &err else {
         panic!("expected MissingExport, got {err}");
     };
     assert!(
         [
+            "toolnexus:task-store/store",
             "toolnexus:task-store/config",
             "toolnexus:task-store/catalog"
         ]

@@ -232,7 +232,7 @@ async fn rust_stores_read_and_list_what_the_js_store_wrote() {
     assert_reads_all(&component, &expected).await;
     assert_eq!(native.get("x.json").await.unwrap(), None);
     let mut sorted = expected.clone();
-    sorted.sort_by(|a, b| a.id().cmp(b.id()));
+    sorted.sort_by_cached_key(|t| toolnexus::query::SortKey::of(t.id(), t.as_map()));
     assert_eq!(list_all(&native).await, sorted);
     assert_eq!(list_all(&*js_store).await, sorted);
 }
@@ -249,8 +249,8 @@ async fn js_and_rust_stores_write_byte_identical_directories() {
     let js_files = snapshot(js_dir.path());
     assert_eq!(
         rust_files.len(),
-        tasks.len(),
-        "one file per Task, no temp files"
+        2 * tasks.len(),
+        "one file and one version record per Task, no temp files"
     );
     assert_eq!(
         rust_files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
@@ -327,7 +327,11 @@ async fn js_store_reports_storage_failures_as_io_and_changes_nothing() {
         Err(StoreError::Io { .. })
     ));
     assert_eq!(read_only.get("kept").await.unwrap(), Some(before));
-    assert_eq!(snapshot(dir.path()).len(), 1);
+    assert_eq!(
+        snapshot(dir.path()).len(),
+        2,
+        "the Task file and its record"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -538,4 +542,82 @@ async fn the_rust_guard_composes_over_the_js_store() {
         native.get("mixed").await.unwrap(),
         Some(with_state("TASK_STATE_COMPLETED"))
     );
+}
+
+/// Processes racing conditional saves of one Task over one directory: the native store, the
+/// Rust component and the JavaScript component at once. Each acknowledged save has a version
+/// of its own, one past the version it read; the stored Task is the last winner's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_rust_and_native_processes_race_conditional_saves_with_one_winner_per_version() {
+    let Some(js) = js() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tasks");
+    fs::create_dir_all(&dir).unwrap();
+    let rust = tmp.path().join("store.wasm");
+    fs::write(&rust, toolnexus::wasm::FILE_STORE_COMPONENT).unwrap();
+    let racers = [
+        ("native", format!("file:{}", dir.display())),
+        (
+            "rust",
+            format!("wasm:{}?dir={}", rust.display(), dir.display()),
+        ),
+        (
+            "js",
+            format!("wasm:{}?dir={}", js.store_wasm.display(), dir.display()),
+        ),
+    ];
+    let children: Vec<_> = racers
+        .iter()
+        .map(|(tag, selector)| {
+            let child = Command::new(env!("CARGO_BIN_EXE_tn-racer"))
+                .args([selector.as_str(), "raced", tag, "60", "2000"])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .expect("the racer starts");
+            (*tag, child)
+        })
+        .collect();
+    let mut wins = Vec::new();
+    let mut losses = 0;
+    for (tag, child) in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "racer {tag} failed");
+        for line in String::from_utf8(out.stdout).unwrap().lines() {
+            let words: Vec<&str> = line.split(' ').collect();
+            match words[0] {
+                "win" => {
+                    let base: u64 = words[1].parse().unwrap();
+                    let new: u64 = words[2].parse().unwrap();
+                    assert_eq!(new, base + 1, "{tag}: {line}");
+                    wins.push((new, tag, words[3].to_owned()));
+                }
+                "lose" => {
+                    let base: u64 = words[1].parse().unwrap();
+                    let current: u64 = words[2].parse().unwrap();
+                    assert!(current > base, "{tag}: {line}");
+                    losses += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut versions: Vec<u64> = wins.iter().map(|w| w.0).collect();
+    versions.sort();
+    let unique = versions.len();
+    versions.dedup();
+    assert_eq!(versions.len(), unique, "a version was acknowledged twice");
+    assert!(
+        losses > 0,
+        "the racers never raced: the test proves nothing"
+    );
+    for store in [
+        js_store(js, &dir),
+        Arc::new(FileTaskStore::new(&dir).unwrap()) as Arc<dyn TaskStore>,
+    ] {
+        let (task, version) = store.get_versioned("raced").await.unwrap().unwrap();
+        assert_eq!(version, wins.len() as u64);
+        let (_, tag, seq) = wins.iter().find(|w| w.0 == version).unwrap();
+        assert_eq!(task.get("writer").unwrap(), *tag);
+        assert_eq!(task.get("seq").unwrap().to_string(), *seq);
+    }
 }

@@ -308,11 +308,23 @@ async fn listing_matches_the_memory_store_byte_for_byte() {
             ..Default::default()
         },
         ListQuery {
-            page_token: Some("a\0".into()),
+            page_token: Some(
+                toolnexus::query::SortKey {
+                    timestamp: None,
+                    id: "a\0".into(),
+                }
+                .encode(),
+            ),
             ..Default::default()
         },
         ListQuery {
-            page_token: Some("not an id at all \u{0}🚀".into()),
+            page_token: Some(
+                toolnexus::query::SortKey {
+                    timestamp: None,
+                    id: "not an id at all \u{0}🚀".into(),
+                }
+                .encode(),
+            ),
             ..Default::default()
         },
     ];

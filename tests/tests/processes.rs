@@ -119,3 +119,213 @@ async fn a_writer_killed_mid_write_never_leaves_a_torn_task() {
         }
     }
 }
+
+const RACER: &str = env!("CARGO_BIN_EXE_tn-racer");
+
+/// The lock lease the racing tests give every writer, so a killed one blocks briefly.
+const LEASE_MS: u64 = 400;
+
+fn spawn_racer(selector: &str, id: &str, tag: &str, attempts: u64) -> Child {
+    Command::new(RACER)
+        .args([
+            selector,
+            id,
+            tag,
+            &attempts.to_string(),
+            &LEASE_MS.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the racer helper starts")
+}
+
+/// What racers printed: acknowledged wins `(base, new, writer, seq)` and losses
+/// `(base, current)`.
+#[derive(Default)]
+struct Outcomes {
+    wins: Vec<(u64, u64, String, u64)>,
+    losses: Vec<(u64, u64)>,
+}
+
+impl Outcomes {
+    fn read(&mut self, tag: &str, out: impl std::io::Read) {
+        for line in BufReader::new(out).lines() {
+            let Ok(line) = line else { break };
+            let words: Vec<&str> = line.split(' ').collect();
+            let n = |i: usize| words[i].parse::<u64>().unwrap();
+            match words[0] {
+                "win" => self.wins.push((n(1), n(2), tag.to_owned(), n(3))),
+                "lose" => self.losses.push((n(1), n(2))),
+                "ready" => {}
+                other => panic!("unexpected racer output {other:?}"),
+            }
+        }
+    }
+
+    /// Every acknowledged save has a version of its own, one past the version it was based on,
+    /// and every loser was told of a newer version than the one it read.
+    fn check_chain(&self) {
+        let mut versions = std::collections::HashSet::new();
+        for (base, new, writer, seq) in &self.wins {
+            assert_eq!(*new, base + 1, "{writer}#{seq} saved {new} over {base}");
+            assert!(
+                versions.insert(*new),
+                "version {new} was acknowledged twice: a lost update"
+            );
+        }
+        for (base, current) in &self.losses {
+            assert!(current > base, "a conflict on {base} named {current}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn processes_racing_conditional_saves_have_one_winner_per_version() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tasks");
+    let component = tmp.path().join("store.wasm");
+    std::fs::write(&component, FILE_STORE_COMPONENT).unwrap();
+    let [file_sel, wasm_sel] = selectors(&dir, &component);
+    let tags = ["alpha", "bravo", "charlie", "delta"];
+    // Two native and two component racers on one id, from before it exists.
+    let mut children: Vec<_> = tags
+        .iter()
+        .enumerate()
+        .map(|(i, tag)| {
+            let selector = if i % 2 == 0 { &file_sel } else { &wasm_sel };
+            (*tag, spawn_racer(selector, "raced", tag, 150))
+        })
+        .collect();
+    let mut outcomes = Outcomes::default();
+    for (tag, child) in &mut children {
+        outcomes.read(tag, child.stdout.take().unwrap());
+    }
+    for (_, mut child) in children {
+        assert!(child.wait().unwrap().success(), "a racer failed");
+    }
+    outcomes.check_chain();
+    assert!(
+        !outcomes.losses.is_empty(),
+        "the racers never raced (no conflicts): the test proves nothing"
+    );
+    let store = FileTaskStore::new(&dir).unwrap();
+    let (task, version) = store.get_versioned("raced").await.unwrap().unwrap();
+    assert_eq!(
+        version,
+        outcomes.wins.len() as u64,
+        "every acknowledged save is one version, none more"
+    );
+    let (_, _, writer, seq) = outcomes
+        .wins
+        .iter()
+        .find(|(_, new, _, _)| *new == version)
+        .unwrap();
+    assert_eq!(task.get("writer").unwrap(), writer.as_str());
+    assert_eq!(task.get("seq").unwrap(), &serde_json::json!(seq));
+    assert_eq!(
+        task.get("base").unwrap(),
+        &serde_json::json!(version - 1),
+        "the stored Task is the last winner's"
+    );
+    assert!(no_temp_files(&dir));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn racers_killed_mid_save_lose_nothing_acknowledged_and_block_at_most_a_lease() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tasks");
+    let component = tmp.path().join("store.wasm");
+    std::fs::write(&component, FILE_STORE_COMPONENT).unwrap();
+    let [file_sel, wasm_sel] = selectors(&dir, &component);
+    let lease = std::time::Duration::from_millis(LEASE_MS);
+    let mut outcomes = Outcomes::default();
+    let mut longest_wait = std::time::Duration::ZERO;
+    for round in 0..12u64 {
+        // One native and one component racer, killed at a different moment each round.
+        let mut racers: Vec<_> = [("native", &file_sel), ("component", &wasm_sel)]
+            .into_iter()
+            .map(|(tag, selector)| (tag, spawn_racer(selector, "killed", tag, 0)))
+            .collect();
+        let mut readers = Vec::new();
+        for (tag, child) in &mut racers {
+            let mut out = BufReader::new(child.stdout.take().unwrap());
+            let mut line = String::new();
+            out.read_line(&mut line).unwrap();
+            assert_eq!(line.trim(), "ready");
+            let tag = tag.to_string();
+            readers.push(std::thread::spawn(move || {
+                let mut mine = Outcomes::default();
+                mine.read(&tag, out);
+                mine
+            }));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20 + 13 * round));
+        for (_, child) in &mut racers {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+        for reader in readers {
+            let mine = reader.join().unwrap();
+            outcomes.wins.extend(mine.wins);
+            outcomes.losses.extend(mine.losses);
+        }
+        outcomes.check_chain();
+        // Whole, and at least as new as every acknowledged save, through either store.
+        let newest = outcomes.wins.iter().map(|w| w.1).max().unwrap_or(0);
+        for reader in selectors(&dir, &component) {
+            let store = toolnexus::resolve_store(reader.as_str()).unwrap();
+            let (task, version) = store
+                .get_versioned("killed")
+                .await
+                .unwrap()
+                .expect("an acknowledged save survives");
+            assert!(
+                version >= newest,
+                "version {version} < acknowledged {newest}"
+            );
+            let tag = task
+                .get("writer")
+                .and_then(Value::as_str)
+                .unwrap()
+                .to_owned();
+            assert_eq!(
+                task.get("pad").and_then(Value::as_str).unwrap(),
+                tag.repeat(4096 / tag.len()),
+                "torn"
+            );
+            if version == newest {
+                let (_, _, writer, seq) = outcomes.wins.iter().find(|w| w.1 == newest).unwrap();
+                assert_eq!(
+                    (task.get("writer").unwrap(), task.get("seq").unwrap()),
+                    (&serde_json::json!(writer), &serde_json::json!(seq)),
+                    "the acknowledged save is what is stored"
+                );
+            }
+        }
+        // A kill may leave the Task's lock behind: the next conditional save still succeeds,
+        // once the lease is over (the store gives up after three leases with an error).
+        let store = FileTaskStore::with_options(&dir, toolnexus::Durability::Full, lease).unwrap();
+        let (_, version) = store.get_versioned("killed").await.unwrap().unwrap();
+        let started = std::time::Instant::now();
+        let next = toolnexus::Task::try_from(serde_json::json!({
+            "id": "killed", "writer": "check", "base": version, "seq": round,
+            "pad": "check".repeat(4096 / 5),
+        }))
+        .unwrap();
+        let saved = store
+            .save_versioned(&next, toolnexus::Expect::Version(version))
+            .await
+            .expect("the Task is not blocked after the lease");
+        longest_wait = longest_wait.max(started.elapsed());
+        outcomes.wins.push((version, saved, "check".into(), round));
+    }
+    assert!(
+        outcomes.wins.len() > 12,
+        "the racers never saved anything: the test proves nothing"
+    );
+    eprintln!(
+        "longest wait for a Task after a kill: {longest_wait:?} (lease {lease:?}); {} acknowledged saves",
+        outcomes.wins.len()
+    );
+}

@@ -12,11 +12,15 @@ wit_bindgen::generate!({
 
 use exports::toolnexus::task_store::catalog::{Guest as Catalog, ListQuery, TaskPage};
 use exports::toolnexus::task_store::config::Guest as Config;
-use exports::toolnexus::task_store::store::{Guest, StoreError};
+use exports::toolnexus::task_store::store::{
+    Condition, Guest, StoreError, StoredTask, VersionConflict,
+};
 use std::sync::Once;
-use std::sync::atomic::{AtomicBool, Ordering};
-use toolnexus_format::dir::STALE_TEMP_AGE;
-use toolnexus_format::{DirError, DirStore, Durability};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+use toolnexus_format::dir::{DEFAULT_LOCK_LEASE, STALE_TEMP_AGE};
+use toolnexus_format::query::Timestamp;
+use toolnexus_format::{DirError, DirStore, Durability, Expect};
 
 /// The granted directory, as the guest sees it.
 const ROOT: &str = "/";
@@ -25,6 +29,8 @@ struct FileStore;
 
 /// Set by `configure(durability=relaxed)`; full durability until then.
 static RELAXED: AtomicBool = AtomicBool::new(false);
+/// Set by `configure(lock-lease-ms=…)`.
+static LEASE_MS: AtomicU64 = AtomicU64::new(DEFAULT_LOCK_LEASE.as_millis() as u64);
 
 fn store() -> DirStore {
     static SWEEP: Once = Once::new();
@@ -33,7 +39,8 @@ fn store() -> DirStore {
     } else {
         Durability::Full
     };
-    let store = DirStore::new(ROOT, durability);
+    let store = DirStore::new(ROOT, durability)
+        .with_lock_lease(Duration::from_millis(LEASE_MS.load(Ordering::Relaxed)));
     // Once per instance: clear temp files left by writers that crashed mid-save.
     SWEEP.call_once(|| {
         let _ = store.sweep_temp_files(STALE_TEMP_AGE);
@@ -47,31 +54,52 @@ fn to_wit(err: DirError) -> StoreError {
         DirError::InvalidId(_) | DirError::InvalidTask(_) => StoreError::InvalidInput(msg),
         DirError::Corrupt { .. } => StoreError::Corrupt(msg),
         DirError::Io { .. } => StoreError::Io(msg),
+        DirError::Conflict { current, .. } => StoreError::Conflict(VersionConflict {
+            current,
+            message: msg,
+        }),
+        DirError::InvalidQuery(_) => StoreError::InvalidInput(msg),
     }
 }
 
 impl Guest for FileStore {
-    fn get(id: String) -> Result<Option<String>, StoreError> {
-        store().get_text(&id).map_err(to_wit)
+    fn get(id: String) -> Result<Option<StoredTask>, StoreError> {
+        let found = store().get_versioned(&id).map_err(to_wit)?;
+        Ok(found.map(|(task, version)| StoredTask { task, version }))
     }
 
-    fn save(task: String) -> Result<(), StoreError> {
-        store().save_text(&task).map_err(to_wit)
+    fn save(task: String, condition: Condition) -> Result<u64, StoreError> {
+        let id = toolnexus_format::task::check_task_text(&task)
+            .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+        let expect = match condition {
+            Condition::Any => Expect::Any,
+            Condition::Absent => Expect::Absent,
+            Condition::Version(v) => Expect::Version(v),
+        };
+        store().save_checked_if(&id, &task, expect).map_err(to_wit)
     }
 }
 
 impl Catalog for FileStore {
     fn list(query: ListQuery) -> Result<TaskPage, StoreError> {
+        let status_timestamp_after = query
+            .status_timestamp_after
+            .as_deref()
+            .map(Timestamp::parse)
+            .transpose()
+            .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
         let query = toolnexus_format::ListQuery {
             context_id: query.context_id,
             state: query.state,
+            status_timestamp_after,
             page_size: query.page_size as usize,
             page_token: query.page_token,
         };
-        let (tasks, next_page_token) = store().list_texts(&query).map_err(to_wit)?;
+        let page = store().list_texts(&query).map_err(to_wit)?;
         Ok(TaskPage {
-            tasks: tasks.into_iter().map(|(_, text)| text).collect(),
-            next_page_token,
+            tasks: page.tasks.into_iter().map(|(_, text)| text).collect(),
+            next_page_token: page.next_page_token,
+            total_size: page.total_size,
         })
     }
 
@@ -83,6 +111,18 @@ impl Catalog for FileStore {
 impl Config for FileStore {
     fn configure(settings: Vec<(String, String)>) -> Result<(), String> {
         for (name, value) in settings {
+            if name == "lock-lease-ms" {
+                match value.parse::<u64>() {
+                    Ok(ms) if (10..=3_600_000).contains(&ms) => {
+                        LEASE_MS.store(ms, Ordering::Relaxed)
+                    }
+                    _ => {
+                        return Err(format!(
+                            "lock-lease-ms must be a whole number of milliseconds from 10 to 3600000, not {value:?}"
+                        ));
+                    }
+                }
+            }
             if name == "durability" {
                 match value.as_str() {
                     "full" => RELAXED.store(false, Ordering::Relaxed),

@@ -28,7 +28,7 @@
 //! holds a file named `sleep-in-configure`, and otherwise accepts any settings.
 
 wit_bindgen::generate!({
-    path: "../../wit",
+    path: "../../wit/0.1.0",
     world: "configurable-task-store",
 });
 

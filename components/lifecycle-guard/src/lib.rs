@@ -11,9 +11,12 @@
 //! retried write, an artifact added to a completed Task, `completed` re-spelled as
 //! `TASK_STATE_COMPLETED`) passes.
 //!
-//! The check and the write are two calls to the store underneath, not one atomic step: two
-//! writers racing on one Task can both pass the check. The guard stops a runtime's mistakes, it
-//! is not a lock.
+//! The check and the write are one atomic step: the guard saves on the condition that the
+//! stored Task is still the version it checked (contract 0.2 compare-and-set). A caller's own
+//! condition (`absent`, `version(n)`) is passed on as it is, since it already pins the version
+//! checked; a plain save (`any`) becomes a save on the version read, and if another writer got
+//! there first, the guard reads and checks again (up to 16 times, then `conflict`). Versions
+//! pass through unchanged.
 //!
 //! Build it with `cargo build -p toolnexus-lifecycle-guard --target wasm32-wasip2 --release`,
 //! then compose it over a store with `tn-compose` (see `docs/compose-stores.md`).
@@ -125,21 +128,56 @@ mod component {
             store::StoreError::InvalidInput(m) => ex_store::StoreError::InvalidInput(m),
             store::StoreError::Corrupt(m) => ex_store::StoreError::Corrupt(m),
             store::StoreError::Io(m) => ex_store::StoreError::Io(m),
+            store::StoreError::Conflict(c) => {
+                ex_store::StoreError::Conflict(ex_store::VersionConflict {
+                    current: c.current,
+                    message: c.message,
+                })
+            }
             store::StoreError::Other(m) => ex_store::StoreError::Other(m),
         }
     }
 
+    /// How often a plain save is re-read and re-checked after losing a race.
+    const ATTEMPTS: usize = 16;
+
     impl ex_store::Guest for Guard {
-        fn get(id: String) -> Result<Option<String>, ex_store::StoreError> {
-            store::get(&id).map_err(pass)
+        fn get(id: String) -> Result<Option<ex_store::StoredTask>, ex_store::StoreError> {
+            let found = store::get(&id).map_err(pass)?;
+            Ok(found.map(|t| ex_store::StoredTask {
+                task: t.task,
+                version: t.version,
+            }))
         }
 
-        fn save(task: String) -> Result<(), ex_store::StoreError> {
+        fn save(task: String, condition: ex_store::Condition) -> Result<u64, ex_store::StoreError> {
             let refuse = |r: Refusal| ex_store::StoreError::InvalidInput(r.to_string());
             let next = read_next(&task).map_err(refuse)?;
-            let previous = store::get(&next.id).map_err(pass)?;
-            check_transition(previous.as_deref(), &next).map_err(refuse)?;
-            store::save(&task).map_err(pass)
+            let mut last = None;
+            for _ in 0..ATTEMPTS {
+                let previous = store::get(&next.id).map_err(pass)?;
+                check_transition(previous.as_ref().map(|p| p.task.as_str()), &next)
+                    .map_err(refuse)?;
+                // Save on the version checked: the caller's own condition pins it already;
+                // a plain save is pinned to what was read.
+                let (pinned, retry) = match condition {
+                    ex_store::Condition::Any => (
+                        match &previous {
+                            Some(p) => store::Condition::Version(p.version),
+                            None => store::Condition::Absent,
+                        },
+                        true,
+                    ),
+                    ex_store::Condition::Absent => (store::Condition::Absent, false),
+                    ex_store::Condition::Version(v) => (store::Condition::Version(v), false),
+                };
+                match store::save(&task, pinned) {
+                    Err(store::StoreError::Conflict(c)) if retry => last = Some(c),
+                    other => return other.map_err(pass),
+                }
+            }
+            let c = last.expect("the loop ran and only continues on a conflict");
+            Err(pass(store::StoreError::Conflict(c)))
         }
     }
 
@@ -156,6 +194,7 @@ mod component {
             let page = catalog::list(&catalog::ListQuery {
                 context_id: query.context_id,
                 state: query.state,
+                status_timestamp_after: query.status_timestamp_after,
                 page_size: query.page_size,
                 page_token: query.page_token,
             })
@@ -163,6 +202,7 @@ mod component {
             Ok(ex_catalog::TaskPage {
                 tasks: page.tasks,
                 next_page_token: page.next_page_token,
+                total_size: page.total_size,
             })
         }
 

@@ -47,7 +47,9 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use toolnexus_core::state::is_terminal_state;
 use toolnexus_core::transition::{Step, TransitionError, transition};
-use toolnexus_core::{ListQuery, StoreError, Task, TaskPage, TaskStore, task_state};
+use toolnexus_core::{
+    Expect, ListQuery, StoreError, Task, TaskPage, TaskStore, Timestamp, task_state,
+};
 
 mod conn;
 
@@ -154,6 +156,11 @@ pub struct ServerConfig {
     /// from; a page always has at least one Task, so a single Task larger than this comes on a
     /// page of its own.
     pub max_list_bytes: usize,
+    /// Test hook, not for production: how long the background agent's final step waits between
+    /// reading the Task and saving its outcome, so a test can land a cancel from another
+    /// process exactly there. Zero (the default) means no wait.
+    #[doc(hidden)]
+    pub finish_read_to_write_delay: Duration,
 }
 
 impl Default for ServerConfig {
@@ -170,6 +177,7 @@ impl Default for ServerConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             max_background_tasks: DEFAULT_MAX_BACKGROUND_TASKS,
             max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            finish_read_to_write_delay: Duration::ZERO,
         }
     }
 }
@@ -179,8 +187,12 @@ struct AppState {
     config: ServerConfig,
     url: String,
     /// One lock per Task id with a transition in flight, so a cancel and the background agent
-    /// never interleave their read-modify-write in this process.
+    /// never interleave their read-modify-write in this process. Only for stores without
+    /// versions: over a store with them, each transition is a compare-and-set on the version
+    /// it read, which also holds against other processes.
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Whether the store keeps versions (found out on first use).
+    versioned: tokio::sync::OnceCell<bool>,
     /// One permit per background agent, running or waiting ([`ServerConfig::max_background_tasks`]).
     background: Arc<Semaphore>,
 }
@@ -214,6 +226,7 @@ pub fn router(store: Arc<dyn TaskStore>, config: ServerConfig, url: String) -> R
         config,
         url,
         locks: Mutex::new(HashMap::new()),
+        versioned: tokio::sync::OnceCell::new(),
         background,
     });
     Router::new()
@@ -315,6 +328,10 @@ impl From<StoreError> for RpcError {
                 codes::INVALID_PARAMS,
                 format!("the store refused the request: {reason}"),
             ),
+            // A page token the store did not make: the caller's.
+            StoreError::InvalidQuery { reason } => {
+                RpcError::new(codes::INVALID_PARAMS, reason.clone())
+            }
             _ => RpcError::internal(err.to_string()),
         }
     }
@@ -452,7 +469,35 @@ fn with_status(task: &Task, state: &str, message: Option<Value>) -> Result<Task,
     Task::try_from(value).map_err(RpcError::from)
 }
 
+/// An id no Task has (ids the server makes are UUIDs): asked once to learn whether the store
+/// keeps versions.
+const PROBE_ID: &str = "toolnexus-server-probe:versions";
+
 impl AppState {
+    /// Whether the store answers versions: then transitions need no lock in this process.
+    async fn versioned(&self) -> bool {
+        if let Some(known) = self.versioned.get() {
+            return *known;
+        }
+        match self.store.get_versioned(PROBE_ID).await {
+            Ok(_) => *self.versioned.get_or_init(|| async { true }).await,
+            Err(StoreError::Unsupported { .. }) => {
+                *self.versioned.get_or_init(|| async { false }).await
+            }
+            // Unknown for now (the store failed): lock, and ask again next time.
+            Err(_) => false,
+        }
+    }
+
+    /// The in-process lock of Task `id`, held for a transition; `None` when the store keeps
+    /// versions and needs none.
+    async fn guard(&self, id: &str) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        if self.versioned().await {
+            return None;
+        }
+        Some(self.lock_for(id).lock_owned().await)
+    }
+
     fn lock_for(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
         Arc::clone(locks.entry(id.to_owned()).or_default())
@@ -513,7 +558,11 @@ async fn send_message(
     }))?;
     // Room for its agent first: a Task saved without one would stay `submitted` for good.
     let permit = background_permit(state)?;
-    state.store.save(&task).await?;
+    // A fresh id: created only if absent, where the store can say so.
+    match state.store.save_versioned(&task, Expect::Absent).await {
+        Err(StoreError::Unsupported { .. }) => state.store.save(&task).await?,
+        other => drop(other?),
+    }
     let background = Arc::clone(state);
     let submitted = task.clone();
     let request_id = request_id.clone();
@@ -541,8 +590,8 @@ fn background_permit(state: &Arc<AppState>) -> Result<OwnedSemaphorePermit, RpcE
 }
 
 /// One read-modify-write of the Task `id` through the store ([`transition`]), with its errors as
-/// JSON-RPC errors. The caller holds the Task's lock in this process, which is what keeps
-/// stores without compare-and-set safe.
+/// JSON-RPC errors. The caller holds [`AppState::guard`], which is what keeps stores without
+/// compare-and-set safe in this process.
 async fn transition_rpc(
     state: &AppState,
     id: &str,
@@ -568,8 +617,7 @@ async fn transition_rpc(
 async fn run_agent(state: &AppState, task: Task, message: Value) -> Result<(), RpcError> {
     let id = task.id().to_owned();
     let working = {
-        let lock = state.lock_for(&id);
-        let _guard = lock.lock().await;
+        let _guard = state.guard(&id).await;
         let step = |current: &Task| {
             if is_terminal_state(task_state(current)) {
                 return Ok(Step::Stop);
@@ -585,11 +633,15 @@ async fn run_agent(state: &AppState, task: Task, message: Value) -> Result<(), R
         }
     };
     let outcome = state.config.agent.run(&working, &message).await;
-    let lock = state.lock_for(&id);
-    let _guard = lock.lock().await;
+    let _guard = state.guard(&id).await;
+    let stage = state.config.finish_read_to_write_delay;
     let step = |current: &Task| {
         if is_terminal_state(task_state(current)) {
             return Ok(Step::Stop);
+        }
+        if !stage.is_zero() {
+            // The test hook: blocks this worker thread, which only tests ever ask for.
+            std::thread::sleep(stage);
         }
         let done = match &outcome {
             Ok(text) => {
@@ -625,8 +677,7 @@ async fn get_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
 
 async fn cancel_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
     let id = param_str(params, "id")?;
-    let lock = state.lock_for(id);
-    let guard = lock.lock().await;
+    let guard = state.guard(id).await;
     let result = cancel_locked(state, id).await;
     drop(guard);
     // Whatever happened, the Task is now terminal or gone: nothing else will need its lock.
@@ -676,9 +727,20 @@ async fn list_tasks(state: &AppState, params: &Value) -> Result<String, RpcError
                 )
             })?,
     };
+    let status_timestamp_after = opt("statusTimestampAfter")?
+        .map(|t| {
+            Timestamp::parse(&t).map_err(|e| {
+                RpcError::new(
+                    codes::INVALID_PARAMS,
+                    format!("params.statusTimestampAfter: {e}"),
+                )
+            })
+        })
+        .transpose()?;
     let query = ListQuery {
         context_id: opt("contextId")?,
         state: opt("status")?.or(opt("state")?),
+        status_timestamp_after,
         page_size,
         page_token: opt("pageToken")?.filter(|t| !t.is_empty()),
     };
@@ -692,6 +754,10 @@ async fn list_tasks(state: &AppState, params: &Value) -> Result<String, RpcError
     }
     out.push_str(r#"],"nextPageToken":"#);
     out.push_str(&json!(page.next_page_token.unwrap_or_default()).to_string());
+    if let Some(total) = page.total_size {
+        out.push_str(&format!(r#","totalSize":{total}"#));
+    }
+    out.push_str(&format!(r#","pageSize":{}"#, page.tasks.len()));
     out.push('}');
     Ok(out)
 }
@@ -711,7 +777,7 @@ fn fitting(tasks: &[Task], max: usize) -> usize {
 
 /// The store's page for `query`, cut to what fits in [`ServerConfig::max_list_bytes`]. A page
 /// token is the store's own (opaque to us), so a page is cut by asking the store again for
-/// only the Tasks that fit, from the same place: pages are in id order, so that is the same
+/// only the Tasks that fit, from the same place: the same token and filters give the same
 /// start, and the store gives the token that continues right after it.
 async fn capped_page(state: &AppState, mut query: ListQuery) -> Result<TaskPage, RpcError> {
     let max = state.config.max_list_bytes;

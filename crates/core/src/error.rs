@@ -79,6 +79,21 @@ pub enum StoreError {
     )]
     UnknownSelector(String),
 
+    /// A conditional save ([`crate::TaskStore::save_versioned`]) found another version stored
+    /// than it expected. Nothing was written; read the Task again and decide again.
+    #[error("task {id:?} was not saved: expected {expected}, but the store holds {}", match current { Some(v) => format!("version {v}"), None => "no task".to_owned() })]
+    Conflict {
+        id: String,
+        expected: toolnexus_format::Expect,
+        /// The stored version (`None`: no Task with that id).
+        current: Option<u64>,
+    },
+
+    /// A list query the store cannot run: a page token it did not make, a timestamp that is
+    /// not RFC 3339.
+    #[error("invalid list query: {reason}")]
+    InvalidQuery { reason: String },
+
     /// A selector with a known scheme but unusable arguments.
     #[error("invalid A2A store selector {selector:?}: {reason}")]
     InvalidSelector { selector: String, reason: String },
@@ -138,6 +153,8 @@ impl StoreError {
             | StoreError::InvalidId { .. }
             | StoreError::TaskTooLarge { .. }
             | StoreError::Rejected { .. }
+            | StoreError::Conflict { .. }
+            | StoreError::InvalidQuery { .. }
             | StoreError::UnknownSelector(_)
             | StoreError::InvalidSelector { .. } => Blame::Caller,
             StoreError::Corrupt { .. }
@@ -175,6 +192,19 @@ impl From<toolnexus_format::DirError> for StoreError {
             DirError::Io { op, file, source } => {
                 StoreError::io(format!("cannot {op} {}", file.display()), source)
             }
+            DirError::Conflict {
+                id,
+                expected,
+                current,
+                ..
+            } => StoreError::Conflict {
+                id,
+                expected,
+                current,
+            },
+            DirError::InvalidQuery(e) => StoreError::InvalidQuery {
+                reason: e.to_string(),
+            },
         }
     }
 }

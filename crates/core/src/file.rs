@@ -1,7 +1,7 @@
 //! [`FileTaskStore`]: one JSON file per Task in a directory, written atomically.
 
 use crate::error::StoreError;
-use crate::store::{ListQuery, TaskPage, TaskStore, check_id};
+use crate::store::{Expect, ListQuery, TaskPage, TaskStore, check_id};
 use crate::task::Task;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -31,10 +31,21 @@ impl FileTaskStore {
         dir: impl AsRef<Path>,
         durability: Durability,
     ) -> Result<Self, StoreError> {
+        Self::with_options(dir, durability, toolnexus_format::dir::DEFAULT_LOCK_LEASE)
+    }
+
+    /// Like [`FileTaskStore::with_durability`], also choosing the lease of a Task's lock: how
+    /// long a writer that crashed in the middle of a save keeps that Task from being saved
+    /// (see `docs/on-disk-format.md`). Every writer of one directory must use the same lease.
+    pub fn with_options(
+        dir: impl AsRef<Path>,
+        durability: Durability,
+        lock_lease: std::time::Duration,
+    ) -> Result<Self, StoreError> {
         let dir = dir.as_ref();
         toolnexus_format::dir::create_private_dir(dir)
             .map_err(|e| StoreError::io(format!("cannot create directory {}", dir.display()), e))?;
-        let store = DirStore::new(dir, durability);
+        let store = DirStore::new(dir, durability).with_lock_lease(lock_lease);
         store.sweep_temp_files(STALE_TEMP_AGE)?;
         Ok(FileTaskStore {
             dir: Arc::new(store),
@@ -66,32 +77,42 @@ impl FileTaskStore {
 #[async_trait::async_trait]
 impl TaskStore for FileTaskStore {
     async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+        Ok(self.get_versioned(id).await?.map(|(task, _)| task))
+    }
+
+    async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
         check_id(id)?;
         let id = id.to_owned();
         self.blocking(move |dir| {
-            let text = dir.get_text(&id)?;
-            Ok(text.map(|text| Task::from_checked_text(id, text)))
+            let found = dir.get_versioned(&id)?;
+            Ok(found.map(|(text, version)| (Task::from_checked_text(id, text), version)))
         })
         .await
     }
 
     async fn save(&self, task: &Task) -> Result<(), StoreError> {
+        self.save_versioned(task, Expect::Any).await.map(|_| ())
+    }
+
+    async fn save_versioned(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
         let task = task.clone();
-        self.blocking(move |dir| Ok(dir.save_checked(task.id(), task.as_json())?))
+        self.blocking(move |dir| Ok(dir.save_checked_if(task.id(), task.as_json(), expect)?))
             .await
     }
 
     async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
         let query = query.clone();
         self.blocking(move |dir| {
-            let (texts, next_page_token) = dir.list_texts(&query)?;
-            let tasks = texts
+            let page = dir.list_texts(&query)?;
+            let tasks = page
+                .tasks
                 .into_iter()
                 .map(|(id, text)| Task::from_checked_text(id, text))
                 .collect();
             Ok(TaskPage {
                 tasks,
-                next_page_token,
+                next_page_token: page.next_page_token,
+                total_size: Some(page.total_size),
             })
         })
         .await

@@ -41,9 +41,13 @@ pub mod transition;
 pub use error::{Blame, Limit, StoreError, TaskError};
 pub use file::FileTaskStore;
 pub use memory::InMemoryTaskStore;
-pub use store::{ListQuery, TaskPage, TaskStore, check_expected, check_id};
+pub use store::{Expect, ListQuery, TaskPage, TaskStore, check_expected, check_id};
 pub use task::Task;
 pub use toolnexus_format::Durability;
+pub use toolnexus_format::Timestamp;
+/// Listing: the order, the opaque page tokens ([`query::SortKey`]) and one-page collection
+/// ([`query::PageCollector`]) every built-in store shares.
+pub use toolnexus_format::query;
 pub use toolnexus_format::state;
 pub use transition::{Step, TransitionError, transition};
 

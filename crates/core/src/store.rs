@@ -3,7 +3,7 @@
 use crate::error::StoreError;
 use crate::task::Task;
 use std::any::Any;
-pub use toolnexus_format::ListQuery;
+pub use toolnexus_format::{Expect, ListQuery};
 
 /// Where an A2A runtime keeps its Tasks.
 ///
@@ -11,6 +11,13 @@ pub use toolnexus_format::ListQuery;
 /// - [`get`](TaskStore::get): the current version of a Task, or `None` on a miss (a miss is
 ///   never an error);
 /// - [`save`](TaskStore::save): upsert by the Task's `id`.
+///
+/// Stores that keep **versions** (every built-in store; contract 0.2 components) also answer
+/// [`get_versioned`](TaskStore::get_versioned) and
+/// [`save_versioned`](TaskStore::save_versioned): each stored Task has a version, a counter
+/// that starts at 1 and grows by one with every successful save of that id, and a save can be
+/// made conditional on it (compare-and-set), so concurrent writers never lose each other's
+/// updates.
 ///
 /// Use stores as `Arc<dyn TaskStore>`; implement the trait to supply your own backend. A store
 /// never blocks the async worker thread it is called on: file I/O and component calls run on
@@ -31,7 +38,35 @@ pub trait TaskStore: Any + Send + Sync {
     /// the same storage) returns this version until the next save.
     async fn save(&self, task: &Task) -> Result<(), StoreError>;
 
-    /// One page of the Tasks matching `query`, in id order (see [`ListQuery`]). Optional:
+    /// The current version of the Task with this id and its version number, or `None`.
+    /// Optional: stores without versions keep this default, which answers
+    /// [`StoreError::Unsupported`].
+    async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
+        let _ = id;
+        Err(StoreError::Unsupported {
+            store: self.describe(),
+            operation: "versions",
+        })
+    }
+
+    /// Saves the Task if what is stored for its id is what `expect` says, as one atomic step
+    /// against every other writer of the storage (in this process or another), and returns
+    /// the new version. [`Expect::Any`] is a plain upsert that still returns the version;
+    /// [`Expect::Absent`] creates only if there is no Task with that id; [`Expect::Version`]
+    /// saves only over exactly that version. On a mismatch nothing is written and the error is
+    /// [`StoreError::Conflict`], carrying the current version.
+    ///
+    /// Optional, like [`get_versioned`](TaskStore::get_versioned).
+    async fn save_versioned(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
+        let _ = (task, expect);
+        Err(StoreError::Unsupported {
+            store: self.describe(),
+            operation: "versions",
+        })
+    }
+
+    /// One page of the Tasks matching `query`, newest status timestamp first (see
+    /// [`ListQuery`]). Optional:
     /// stores that cannot enumerate their Tasks keep this default, which answers
     /// [`StoreError::Unsupported`].
     async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
@@ -57,16 +92,24 @@ pub trait TaskStore: Any + Send + Sync {
     /// this process or another: `Ok(true)` if it saved, `Ok(false)` if the stored version was
     /// something else (then nothing was written). "Still" means equal as JSON.
     ///
-    /// This is what lets several replicas of a runtime read-modify-write one Task without
-    /// losing each other's updates (a cancel racing a completion, say). Optional: stores that
-    /// cannot do it atomically keep this default, which answers [`StoreError::Unsupported`];
-    /// the memory and PostgreSQL stores implement it.
+    /// The default does it with versions: it reads the current version, compares it with
+    /// `expected`, and saves conditionally on that version; a store without versions answers
+    /// [`StoreError::Unsupported`]. Prefer [`save_versioned`](TaskStore::save_versioned),
+    /// which does not compare documents.
     async fn save_if(&self, task: &Task, expected: Option<&Task>) -> Result<bool, StoreError> {
-        let _ = (task, expected);
-        Err(StoreError::Unsupported {
-            store: self.describe(),
-            operation: "save_if",
-        })
+        check_expected(task, expected)?;
+        let expect = match (self.get_versioned(task.id()).await?, expected) {
+            (None, None) => Expect::Absent,
+            (Some((current, version)), Some(expected)) if current == *expected => {
+                Expect::Version(version)
+            }
+            _ => return Ok(false),
+        };
+        match self.save_versioned(task, expect).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::Conflict { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// A short description for logs and errors, such as `file:/var/tasks`.
@@ -74,12 +117,15 @@ pub trait TaskStore: Any + Send + Sync {
 }
 
 /// One page of a [`TaskStore::list`].
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct TaskPage {
-    /// The Tasks, in id order.
+    /// The Tasks, newest status timestamp first.
     pub tasks: Vec<Task>,
     /// Pass as [`ListQuery::page_token`] for the next page; `None` on the last page.
     pub next_page_token: Option<String>,
+    /// How many Tasks match the query's filters across all pages; `None` when the store cannot
+    /// tell (a contract 0.1 component).
+    pub total_size: Option<u64>,
 }
 
 /// For implementers of [`TaskStore::save_if`]: `expected` must be a version of the same Task as

@@ -27,7 +27,7 @@
 //! ```
 
 use crate::error::StoreError;
-use crate::store::TaskStore;
+use crate::store::{Expect, TaskStore};
 use crate::task::Task;
 use std::fmt;
 
@@ -81,11 +81,12 @@ impl<E> From<StoreError> for TransitionError<E> {
 
 /// One read-modify-write of the Task `id`: read the current version (or use `fallback` when
 /// the store has none, for a Task whose first save is still in flight), let `decide` pick the
-/// next one, and save it with [`TaskStore::save_if`], so it lands only if the Task is still the
-/// version `decide` looked at; if another writer changed it meanwhile, read again and decide
-/// again. Returns the saved version, or `None` when `decide` said [`Step::Stop`].
+/// next one, and save it with [`TaskStore::save_versioned`] on the version read, so it lands
+/// only if the Task is still the version `decide` looked at; if another writer changed it
+/// meanwhile, read again and decide again. Returns the saved Task, or `None` when `decide` said
+/// [`Step::Stop`]. A store without versions gets [`TaskStore::save_if`] (compare as JSON).
 ///
-/// A store that cannot compare-and-set (its `save_if` answers [`StoreError::Unsupported`]) gets
+/// A store that cannot compare-and-set at all (its `save_if` answers [`StoreError::Unsupported`]) gets
 /// a plain `save` of the decided version: then the caller must keep other writers of this Task
 /// out while the transition runs (the A2A server holds a per-Task lock in its process).
 pub async fn transition<E>(
@@ -95,7 +96,13 @@ pub async fn transition<E>(
     mut decide: impl FnMut(&Task) -> Result<Step, E>,
 ) -> Result<Option<Task>, TransitionError<E>> {
     for _ in 0..ATTEMPTS {
-        let stored = store.get(id).await?;
+        // Stores with versions: compare-and-set on the version read.
+        let (stored, expect) = match store.get_versioned(id).await {
+            Ok(Some((task, version))) => (Some(task), Some(Expect::Version(version))),
+            Ok(None) => (None, Some(Expect::Absent)),
+            Err(StoreError::Unsupported { .. }) => (store.get(id).await?, None),
+            Err(e) => return Err(e.into()),
+        };
         let Some(current) = stored.as_ref().or(fallback) else {
             return Err(TransitionError::NotFound { id: id.to_owned() });
         };
@@ -103,6 +110,13 @@ pub async fn transition<E>(
             Step::Save(next) => next,
             Step::Stop => return Ok(None),
         };
+        if let Some(expect) = expect {
+            match store.save_versioned(&next, expect).await {
+                Ok(_) => return Ok(Some(next)),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
         match store.save_if(&next, stored.as_ref()).await {
             Ok(true) => return Ok(Some(next)),
             Ok(false) => continue,

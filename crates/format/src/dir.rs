@@ -8,7 +8,7 @@
 //! - A read returns a Task only if the file parses as a Task whose `id` is the id asked for.
 
 use crate::id::{self, IdError};
-use crate::query::{self, ListQuery};
+use crate::query::{ListQuery, PageCollector, QueryError, SortKey};
 use crate::task::{self, TaskError};
 use std::collections::hash_map::RandomState;
 use std::fmt;
@@ -30,8 +30,43 @@ pub const STALE_TEMP_AGE: Duration = Duration::from_secs(60 * 60);
 /// memory.
 pub const MAX_TASK_FILE_BYTES: u64 = 64 << 20;
 
-/// One page of a listing: `(id, JSON text)` per Task, and the token for the next page.
-pub type TextPage = (Vec<(String, String)>, Option<String>);
+/// How long a writer's lock on one Task stands before another writer may break it: the
+/// longest a crash in the middle of a save keeps that Task from being saved. A writer never
+/// holds a lock for more than half of this (it gives up first), so a live lock is never broken.
+pub const DEFAULT_LOCK_LEASE: Duration = Duration::from_secs(4);
+
+/// One page of a listing.
+#[derive(Debug, Default)]
+pub struct TextPage {
+    /// `(id, JSON text)` per Task, in list order.
+    pub tasks: Vec<(String, String)>,
+    /// The token for the next page; `None` on the last page.
+    pub next_page_token: Option<String>,
+    /// How many Tasks match the query's filters in all pages.
+    pub total_size: u64,
+}
+
+/// What a save expects to find stored for the Task's id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Expect {
+    /// Anything: an unconditional upsert.
+    #[default]
+    Any,
+    /// No Task with this id yet (create if absent).
+    Absent,
+    /// The Task at exactly this version.
+    Version(u64),
+}
+
+impl fmt::Display for Expect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expect::Any => f.write_str("any version"),
+            Expect::Absent => f.write_str("no task"),
+            Expect::Version(v) => write!(f, "version {v}"),
+        }
+    }
+}
 
 /// How hard a save works to survive power loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,6 +95,16 @@ pub enum DirError {
         file: PathBuf,
         source: io::Error,
     },
+    /// A conditional save found something else stored than it expected; nothing was written.
+    Conflict {
+        id: String,
+        file: PathBuf,
+        expected: Expect,
+        /// The stored version (`None`: no Task).
+        current: Option<u64>,
+    },
+    /// A list query that cannot be run (a page token or timestamp that is not valid).
+    InvalidQuery(QueryError),
 }
 
 impl fmt::Display for DirError {
@@ -73,6 +118,19 @@ impl fmt::Display for DirError {
             DirError::Io { op, file, source } => {
                 write!(f, "cannot {op} {}: {source}", file.display())
             }
+            DirError::Conflict {
+                file,
+                expected,
+                current,
+                ..
+            } => {
+                write!(f, "{} changed: expected {expected}, found ", file.display())?;
+                match current {
+                    Some(v) => write!(f, "version {v}"),
+                    None => f.write_str("no task"),
+                }
+            }
+            DirError::InvalidQuery(e) => e.fmt(f),
         }
     }
 }
@@ -82,17 +140,88 @@ impl std::error::Error for DirError {
         match self {
             DirError::InvalidId(e) => Some(e),
             DirError::InvalidTask(e) => Some(e),
-            DirError::Corrupt { .. } => None,
+            DirError::Corrupt { .. } | DirError::Conflict { .. } => None,
+            DirError::InvalidQuery(e) => Some(e),
             DirError::Io { source, .. } => Some(source),
         }
     }
 }
 
-/// One directory holding one `<encoded-id>.json` file per Task.
+/// One directory holding one `<encoded-id>.json` file per Task, with a version record and a
+/// lock file beside each (see `docs/on-disk-format.md`, "Versions").
 #[derive(Debug, Clone)]
 pub struct DirStore {
     root: PathBuf,
     durability: Durability,
+    lease: Duration,
+}
+
+/// A Task file's identity as the version record remembers it: length and modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime_ns: i128,
+}
+
+impl Stamp {
+    fn of(meta: &fs::Metadata) -> Stamp {
+        let mtime_ns = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.duration_since(SystemTime::UNIX_EPOCH).ok())
+            .map(|d| d.as_nanos() as i128)
+            .unwrap_or(-1);
+        Stamp {
+            size: meta.len(),
+            mtime_ns,
+        }
+    }
+}
+
+/// The version record `.~<stem>.v`: which version the Task file with this stamp is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Record {
+    version: u64,
+    stamp: Stamp,
+}
+
+impl Record {
+    fn to_text(self) -> String {
+        format!(
+            "{{\"format\":1,\"version\":{},\"size\":{},\"mtime_ns\":{}}}\n",
+            self.version, self.stamp.size, self.stamp.mtime_ns
+        )
+    }
+
+    fn parse(text: &str) -> Option<Record> {
+        let v: serde_json::Value = serde_json::from_str(text).ok()?;
+        (v.get("format")?.as_u64()? == 1).then_some(())?;
+        Some(Record {
+            version: v.get("version")?.as_u64()?,
+            stamp: Stamp {
+                size: v.get("size")?.as_u64()?,
+                mtime_ns: i128::from(v.get("mtime_ns")?.as_i64()?),
+            },
+        })
+    }
+
+    /// The version of a Task file with this stamp, given the record (if any) read before it.
+    /// A file the record does not describe was written after it: by a writer that crashed
+    /// between its two renames, or by one that knows nothing of versions (a seed store, an
+    /// older component). It is one version past the record.
+    fn version_of(record: Option<Record>, stamp: Stamp) -> u64 {
+        match record {
+            Some(r) if r.stamp == stamp => r.version,
+            Some(r) => r.version.saturating_add(1),
+            None => 1,
+        }
+    }
+}
+
+/// The names beside a Task file `<stem>.json`: its version record and its lock.
+fn side_names(task_file: &str) -> (String, String) {
+    let stem = task_file.strip_suffix(id::EXTENSION).unwrap_or(task_file);
+    (format!(".~{stem}.v"), format!(".~{stem}.l"))
 }
 
 impl DirStore {
@@ -101,7 +230,20 @@ impl DirStore {
         DirStore {
             root: root.into(),
             durability,
+            lease: DEFAULT_LOCK_LEASE,
         }
+    }
+
+    /// The same store with another lock lease (see [`DEFAULT_LOCK_LEASE`]). Every writer of one
+    /// directory must use the same lease.
+    pub fn with_lock_lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The lock lease.
+    pub fn lock_lease(&self) -> Duration {
+        self.lease
     }
 
     /// The directory this store writes to.
@@ -126,8 +268,20 @@ impl DirStore {
     /// The text is checked to be a Task whose `id` is `id`; anything else is
     /// [`DirError::Corrupt`], never `None` and never someone else's Task.
     pub fn get_text(&self, id: &str) -> Result<Option<String>, DirError> {
-        let path = self.path_of(id)?;
-        let Some(text) = read_text(&path)? else {
+        Ok(self.get_versioned(id)?.map(|(text, _)| text))
+    }
+
+    /// Like [`DirStore::get_text`], with the Task's version.
+    ///
+    /// Lock-free: the version record is read before the Task file, and writers rename the Task
+    /// file before the record, so the version returned is never newer than the text returned
+    /// (it may be older, which makes a conditional save on it fail, never wrongly succeed).
+    pub fn get_versioned(&self, id: &str) -> Result<Option<(String, u64)>, DirError> {
+        let name = id::encode_id(id).map_err(DirError::InvalidId)?;
+        let (record_name, _) = side_names(&name);
+        let record = read_record(&self.root.join(record_name));
+        let path = self.root.join(&name);
+        let Some((text, stamp)) = read_text(&path)? else {
             return Ok(None);
         };
         let stored_id = task::check_task_text(&text).map_err(|e| DirError::Corrupt {
@@ -140,20 +294,22 @@ impl DirStore {
                 reason: id_mismatch(id, &stored_id),
             });
         }
-        Ok(Some(text))
+        Ok(Some((text, Record::version_of(record, stamp))))
     }
 
-    /// One page of the Tasks matching `query`, as (id, JSON text) pairs, and the next page token.
+    /// One page of the Tasks matching `query`, newest status timestamp first (see
+    /// [`crate::query`]).
     ///
-    /// Reads every Task file in the directory (temp and foreign files are skipped); a Task file
+    /// Reads every Task file in the directory (temp and foreign files are skipped) but keeps
+    /// only the page's texts: memory is bounded by the page, not by the directory. A Task file
     /// that cannot be read as a Task is an error naming it, never silently left out.
     pub fn list_texts(&self, query: &ListQuery) -> Result<TextPage, DirError> {
+        let mut page = PageCollector::new(query).map_err(DirError::InvalidQuery)?;
         let entries = fs::read_dir(&self.root).map_err(|source| DirError::Io {
             op: "list",
             file: self.root.clone(),
             source,
         })?;
-        let mut matching = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|source| DirError::Io {
                 op: "list",
@@ -164,87 +320,300 @@ impl DirStore {
             let Some(name) = name.to_str().filter(|n| id::is_task_file_name(n)) else {
                 continue;
             };
-            // A plain name says its id: skip files outside the page without reading them.
-            if id::decode_file_name(name).is_some_and(|id| !query.after_token(&id)) {
-                continue;
-            }
             let path = entry.path();
-            let Some(text) = read_text(&path)? else {
+            let Some((text, _)) = read_text(&path)? else {
                 continue;
             }; // deleted meanwhile
             let corrupt = |reason: String| DirError::Corrupt {
                 file: path.clone(),
                 reason,
             };
-            let (stored_id, keep) = if query.has_filters() {
-                let task = task::parse_task(&text).map_err(|e| corrupt(e.to_string()))?;
-                let stored_id = task::task_id(&task)
-                    .map_err(|e| corrupt(e.to_string()))?
-                    .to_owned();
-                (stored_id, query.matches(&task))
-            } else {
-                (
-                    task::check_task_text(&text).map_err(|e| corrupt(e.to_string()))?,
-                    true,
-                )
-            };
+            let (stored_id, head) =
+                task::check_list_head(&text).map_err(|e| corrupt(e.to_string()))?;
             if id::encode_id(&stored_id).ok().as_deref() != Some(name) {
                 return Err(corrupt(format!(
                     "holds task {stored_id:?}, which belongs in another file"
                 )));
             }
-            if keep && query.after_token(&stored_id) {
-                matching.push((stored_id.clone(), (stored_id, text)));
+            let key = SortKey::of(stored_id, &head);
+            if query.matches_with(&head, key.timestamp) {
+                page.count();
+                if page.wants(&key) {
+                    page.offer(key, text);
+                }
             }
         }
-        Ok(query::paginate(matching, query))
+        let cut = page.finish();
+        Ok(TextPage {
+            tasks: cut
+                .items
+                .into_iter()
+                .map(|(k, text)| (k.id, text))
+                .collect(),
+            next_page_token: cut.next_page_token,
+            total_size: cut.total_size,
+        })
     }
 
-    /// Removes the Task with this id: `true` if there was one.
+    /// Removes the Task with this id: `true` if there was one. Takes the Task's lock, so it
+    /// never interleaves with a save of the same id.
     pub fn delete(&self, id: &str) -> Result<bool, DirError> {
-        let path = self.path_of(id)?;
-        match fs::remove_file(&path) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        let name = id::encode_id(id).map_err(DirError::InvalidId)?;
+        let (record_name, lock_name) = side_names(&name);
+        let path = self.root.join(&name);
+        let lock = self.lock(&lock_name)?;
+        let existed = match fs::remove_file(&path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
             Err(source) => {
+                self.unlock(lock);
                 return Err(DirError::Io {
                     op: "delete",
                     file: path,
                     source,
                 });
             }
-        }
-        if self.durability == Durability::Full {
+        };
+        // The record goes after the Task file: a crash in between leaves a record without a
+        // Task, which reads as no Task.
+        let _ = fs::remove_file(self.root.join(&record_name));
+        let synced = if existed && self.durability == Durability::Full {
             sync_dir(&self.root).map_err(|source| DirError::Io {
                 op: "sync directory",
                 file: self.root.clone(),
                 source,
-            })?;
-        }
-        Ok(true)
+            })
+        } else {
+            Ok(())
+        };
+        self.unlock(lock);
+        synced.map(|()| existed)
     }
 
     /// Saves a Task whose text the caller already checked to be a Task with this `id` (with
-    /// [`task::check_task_text`] or by building it), written exactly as given.
-    pub fn save_checked(&self, id: &str, text: &str) -> Result<(), DirError> {
-        self.write(id, text.as_bytes())
+    /// [`task::check_task_text`] or by building it), written exactly as given. Returns the new
+    /// version.
+    pub fn save_checked(&self, id: &str, text: &str) -> Result<u64, DirError> {
+        self.save_checked_if(id, text, Expect::Any)
     }
 
     /// Saves a Task given as JSON text, which is checked and then written exactly as given.
-    pub fn save_text(&self, text: &str) -> Result<(), DirError> {
+    /// Returns the new version.
+    pub fn save_text(&self, text: &str) -> Result<u64, DirError> {
         let id = task::check_task_text(text).map_err(DirError::InvalidTask)?;
-        self.write(&id, text.as_bytes())
+        self.save_checked_if(&id, text, Expect::Any)
     }
 
-    /// Atomically replaces the file for `id` with `contents`.
-    fn write(&self, id: &str, contents: &[u8]) -> Result<(), DirError> {
+    /// Saves a checked Task only if what is stored for its id is what `expect` says, as one
+    /// atomic step against every writer of the directory that follows this protocol (threads,
+    /// instances, processes, the native store and the component alike). Returns the new
+    /// version; on a mismatch nothing is written and the error is [`DirError::Conflict`] with
+    /// the stored version.
+    ///
+    /// The text is written to a temp file and flushed first; only then is the Task's lock
+    /// taken, for two renames (Task file, then version record) and a directory sync.
+    pub fn save_checked_if(&self, id: &str, text: &str, expect: Expect) -> Result<u64, DirError> {
         let name = id::encode_id(id).map_err(DirError::InvalidId)?;
-        write_atomically(&self.root, &name, contents, self.durability)
+        let (record_name, lock_name) = side_names(&name);
+        let target = self.root.join(&name);
+        let record_path = self.root.join(&record_name);
+        let (temp_path, stamp) = self.write_temp(text.as_bytes())?;
+        let mut temps = TempGuard(vec![temp_path.clone()]);
+        let lock = self.lock(&lock_name)?;
+        let result = (|| {
+            let record = read_record(&record_path);
+            let current = match fs::symlink_metadata(&target) {
+                Ok(meta) => Some(Record::version_of(record, Stamp::of(&meta))),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(source) => {
+                    return Err(DirError::Io {
+                        op: "read",
+                        file: target.clone(),
+                        source,
+                    });
+                }
+            };
+            let ok = match expect {
+                Expect::Any => true,
+                Expect::Absent => current.is_none(),
+                Expect::Version(v) => current == Some(v),
+            };
+            if !ok {
+                return Err(DirError::Conflict {
+                    id: id.to_owned(),
+                    file: target.clone(),
+                    expected: expect,
+                    current,
+                });
+            }
+            let version = current.map_or(1, |v| v.saturating_add(1));
+            let record_text = Record { version, stamp }.to_text();
+            let (record_temp, _) = self.write_temp(record_text.as_bytes())?;
+            temps.0.push(record_temp.clone());
+            self.check_held(&lock)?;
+            let io_err = |op, file: &Path, source| DirError::Io {
+                op,
+                file: file.to_path_buf(),
+                source,
+            };
+            // The Task file first, then its record: a reader or a crash between the two sees
+            // a Task file the record does not describe, which is one version past it.
+            fs::rename(&temp_path, &target).map_err(|e| io_err("rename into", &target, e))?;
+            temps.0.retain(|p| *p != temp_path);
+            fs::rename(&record_temp, &record_path)
+                .map_err(|e| io_err("rename into", &record_path, e))?;
+            temps.0.clear();
+            if self.durability == Durability::Full {
+                sync_dir(&self.root).map_err(|e| io_err("sync directory", &self.root, e))?;
+            }
+            Ok(version)
+        })();
+        self.unlock(lock);
+        result
+    }
+
+    /// Writes `contents` to a fresh temp file, flushed under full durability: its path and
+    /// stamp.
+    fn write_temp(&self, contents: &[u8]) -> Result<(PathBuf, Stamp), DirError> {
+        let (path, mut file) = create_temp(&self.root)?;
+        let result = file
+            .write_all(contents)
+            .and_then(|()| match self.durability {
+                Durability::Full => file.sync_data(),
+                Durability::Relaxed => Ok(()),
+            })
+            .and_then(|()| file.metadata());
+        match result {
+            Ok(meta) => Ok((path, Stamp::of(&meta))),
+            Err(source) => {
+                let _ = fs::remove_file(&path);
+                Err(DirError::Io {
+                    op: "write",
+                    file: path,
+                    source,
+                })
+            }
+        }
+    }
+
+    /// Takes the lock `name`: created exclusively with a random token in it. A lock whose file
+    /// is older than the lease was left by a crashed writer and is broken. Waits (backing off
+    /// up to 20 ms) while a live writer holds it, at most three leases.
+    fn lock(&self, name: &str) -> Result<Lock, DirError> {
+        let path = self.root.join(name);
+        let started = std::time::Instant::now();
+        let mut pause = Duration::from_micros(200);
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        loop {
+            let token = format!("{:032x}", random_u128());
+            match options.open(&path) {
+                Ok(mut file) => {
+                    let acquired = std::time::Instant::now();
+                    if let Err(source) = file.write_all(token.as_bytes()) {
+                        let _ = fs::remove_file(&path);
+                        return Err(DirError::Io {
+                            op: "write lock",
+                            file: path,
+                            source,
+                        });
+                    }
+                    return Ok(Lock {
+                        path,
+                        token,
+                        acquired,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(source) => {
+                    return Err(DirError::Io {
+                        op: "create lock",
+                        file: path,
+                        source,
+                    });
+                }
+            }
+            if let Some(stale_token) = self.stale_lock(&path) {
+                self.break_lock(&path, &stale_token);
+                continue;
+            }
+            if started.elapsed() > self.lease * 3 {
+                return Err(DirError::Io {
+                    op: "lock",
+                    file: path,
+                    source: io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!(
+                            "another writer kept the task locked for over {:?}",
+                            self.lease * 3
+                        ),
+                    ),
+                });
+            }
+            std::thread::sleep(pause);
+            pause = (pause * 2).min(Duration::from_millis(20));
+        }
+    }
+
+    /// The token of the lock at `path` if it is older than the lease.
+    fn stale_lock(&self, path: &Path) -> Option<String> {
+        let meta = fs::symlink_metadata(path).ok()?;
+        let age = SystemTime::now()
+            .duration_since(meta.modified().ok()?)
+            .unwrap_or_default();
+        (age > self.lease).then(|| fs::read_to_string(path).unwrap_or_default())
+    }
+
+    /// Breaks a stale lock: moves it aside (one breaker wins the rename), and if what it moved
+    /// turns out to be a newer lock (the stale one was broken and retaken meanwhile), puts it
+    /// back.
+    fn break_lock(&self, path: &Path, stale_token: &str) {
+        let aside = self
+            .root
+            .join(format!("{TEMP_PREFIX}{:032x}", random_u128()));
+        if fs::rename(path, &aside).is_err() {
+            return; // gone already
+        }
+        let moved = fs::read_to_string(&aside).unwrap_or_default();
+        if moved == stale_token {
+            let _ = fs::remove_file(&aside);
+        } else {
+            let _ = fs::rename(&aside, path);
+        }
+    }
+
+    /// Fails unless `lock` is still ours and young enough that no one may break it before the
+    /// renames that follow: the last check before a save changes anything.
+    fn check_held(&self, lock: &Lock) -> Result<(), DirError> {
+        let held = fs::read_to_string(&lock.path).is_ok_and(|t| t == lock.token);
+        if held && lock.acquired.elapsed() < self.lease / 2 {
+            return Ok(());
+        }
+        Err(DirError::Io {
+            op: "save under lock",
+            file: lock.path.clone(),
+            source: io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "the lock was held past half its lease ({:?}) or taken over; nothing was saved",
+                    self.lease / 2
+                ),
+            ),
+        })
+    }
+
+    fn unlock(&self, lock: Lock) {
+        if fs::read_to_string(&lock.path).is_ok_and(|t| t == lock.token) {
+            let _ = fs::remove_file(&lock.path);
+        }
     }
 
     /// Removes temp files left by writers that crashed before their rename: those whose last
     /// change is older than `older_than`. Younger ones may belong to a live writer and stay.
-    /// Returns how many were removed; errors on single entries are skipped.
+    /// Locks left by crashed writers (older than the lease) are broken too.
+    /// Returns how many temp files were removed; errors on single entries are skipped.
     pub fn sweep_temp_files(&self, older_than: Duration) -> Result<usize, DirError> {
         let entries = fs::read_dir(&self.root).map_err(|source| DirError::Io {
             op: "list",
@@ -255,7 +624,16 @@ impl DirStore {
         let mut removed = 0;
         for entry in entries.flatten() {
             let name = entry.file_name();
-            if !name.to_str().is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
+            let Some(name) = name.to_str() else {
+                continue;
+            };
+            if name.starts_with(".~") && name.ends_with(".l") {
+                if let Some(token) = self.stale_lock(&entry.path()) {
+                    self.break_lock(&entry.path(), &token);
+                }
+                continue;
+            }
+            if !name.starts_with(TEMP_PREFIX) {
                 continue;
             }
             let stale = entry
@@ -269,6 +647,34 @@ impl DirStore {
         }
         Ok(removed)
     }
+}
+
+/// A held lock: its file and the token written in it.
+struct Lock {
+    path: PathBuf,
+    token: String,
+    acquired: std::time::Instant,
+}
+
+/// Temp files to remove if a save stops before renaming them.
+struct TempGuard(Vec<PathBuf>);
+
+impl Drop for TempGuard {
+    fn drop(&mut self) {
+        for path in &self.0 {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+/// The version record at `path`, if there is a readable one. A missing or unreadable record
+/// (say, cut short by a power loss under relaxed durability) counts as none: the Task file
+/// still reads, at version 1 past whatever was recorded.
+fn read_record(path: &Path) -> Option<Record> {
+    let mut file = open_regular(path).ok()?;
+    let mut text = String::new();
+    (&mut file).take(256).read_to_string(&mut text).ok()?;
+    Record::parse(&text)
 }
 
 /// Atomically replaces `dir/name` with `contents`: a unique temp file in `dir`, written, flushed
@@ -352,7 +758,8 @@ fn create_temp(dir: &Path) -> Result<(PathBuf, File), DirError> {
 /// symbolic link, which is never followed, a FIFO, a device, a directory), is larger than
 /// [`MAX_TASK_FILE_BYTES`] or is not UTF-8. Whoever else writes the directory (another program,
 /// a store component), reading a Task file never blocks and never reads without bound.
-fn read_text(path: &Path) -> Result<Option<String>, DirError> {
+/// Also returns the stamp (length, modification time) of the file it read.
+fn read_text(path: &Path) -> Result<Option<(String, Stamp)>, DirError> {
     let corrupt = |reason: String| DirError::Corrupt {
         file: path.to_path_buf(),
         reason,
@@ -397,8 +804,9 @@ fn read_text(path: &Path) -> Result<Option<String>, DirError> {
     if bytes.len() as u64 > MAX_TASK_FILE_BYTES {
         return Err(corrupt(too_large(bytes.len() as u64)));
     }
+    let stamp = Stamp::of(&meta);
     String::from_utf8(bytes)
-        .map(Some)
+        .map(|text| Some((text, stamp)))
         .map_err(|e| corrupt(format!("not UTF-8 ({e})")))
 }
 
@@ -490,11 +898,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let t = r#"{"id":"abc-123","status":{"state":"completed"}}"#;
         store(&dir).save_text(t).unwrap();
-        let names: Vec<_> = fs::read_dir(dir.path())
+        let mut names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
-        assert_eq!(names, ["abc-123.json"]);
+        names.sort();
+        // The Task file, and beside it its version record (hidden, not a Task file).
+        assert_eq!(names, [".~abc-123.v", "abc-123.json"]);
         assert_eq!(
             fs::read_to_string(dir.path().join("abc-123.json")).unwrap(),
             r#"{"id":"abc-123","status":{"state":"completed"}}"#
@@ -550,11 +960,12 @@ mod tests {
                 s.save_text(&format!(r#"{{"id":"t","i":{i}}}"#)).unwrap();
             }
         }
-        let names: Vec<_> = fs::read_dir(dir.path())
+        let mut names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, ["t.json"]);
+        names.sort();
+        assert_eq!(names, [".~t.v", "t.json"]);
     }
 
     #[test]
@@ -579,46 +990,220 @@ mod tests {
         assert!(!stale.exists() && fresh.exists() && other.exists());
     }
 
+    fn ids(page: &TextPage) -> Vec<&str> {
+        page.tasks.iter().map(|(id, _)| id.as_str()).collect()
+    }
+
     #[test]
-    fn list_pages_through_tasks_in_id_order_and_delete_removes() {
+    fn list_pages_newest_first_and_delete_removes() {
         let dir = tempfile::tempdir().unwrap();
         let s = store(&dir);
         for i in [3, 1, 2, 5, 4] {
-            s.save_text(&format!(r#"{{"id":"t{i}","contextId":"c{}"}}"#, i % 2))
-                .unwrap();
+            s.save_text(&format!(
+                r#"{{"id":"t{i}","contextId":"c{}","status":{{"state":"working","timestamp":"2025-01-0{i}T00:00:00Z"}}}}"#,
+                i % 2
+            ))
+            .unwrap();
         }
+        s.save_text(r#"{"id":"t0"}"#).unwrap();
         fs::write(dir.path().join(".tmp-x"), "{").unwrap();
         let q = ListQuery {
             page_size: 2,
             ..Default::default()
         };
-        let (page, next) = s.list_texts(&q).unwrap();
-        assert_eq!(
-            page.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
-            ["t1", "t2"]
-        );
+        let page = s.list_texts(&q).unwrap();
+        assert_eq!(ids(&page), ["t5", "t4"]);
+        assert_eq!(page.total_size, 6);
         let q = ListQuery {
-            page_token: next,
+            page_token: page.next_page_token,
             ..q
         };
-        let (page, _) = s.list_texts(&q).unwrap();
-        assert_eq!(
-            page.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
-            ["t3", "t4"]
-        );
+        let page = s.list_texts(&q).unwrap();
+        assert_eq!(ids(&page), ["t3", "t2"]);
+        let q = ListQuery {
+            page_token: page.next_page_token,
+            ..q
+        };
+        let page = s.list_texts(&q).unwrap();
+        assert_eq!(ids(&page), ["t1", "t0"], "no timestamp comes last");
+        assert_eq!(page.next_page_token, None);
         let q = ListQuery {
             context_id: Some("c0".into()),
             ..Default::default()
         };
-        let (page, next) = s.list_texts(&q).unwrap();
-        assert_eq!(
-            page.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
-            ["t2", "t4"]
-        );
-        assert_eq!(next, None);
+        let page = s.list_texts(&q).unwrap();
+        assert_eq!(ids(&page), ["t4", "t2"]);
+        assert_eq!((page.next_page_token, page.total_size), (None, 2));
+        let q = ListQuery {
+            status_timestamp_after: Some(
+                crate::query::Timestamp::parse("2025-01-04T00:00:00Z").unwrap(),
+            ),
+            ..Default::default()
+        };
+        assert_eq!(ids(&s.list_texts(&q).unwrap()), ["t5", "t4"]);
+        let bad = ListQuery {
+            page_token: Some("garbage".into()),
+            ..Default::default()
+        };
+        assert!(matches!(s.list_texts(&bad), Err(DirError::InvalidQuery(_))));
         assert!(s.delete("t2").unwrap());
         assert!(!s.delete("t2").unwrap());
         assert_eq!(s.get_text("t2").unwrap(), None);
+    }
+
+    #[test]
+    fn versions_count_saves_and_conditions_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        let t = |n: u32| format!(r#"{{"id":"v","n":{n}}}"#);
+        assert_eq!(s.save_checked_if("v", &t(1), Expect::Absent).unwrap(), 1);
+        assert_eq!(s.get_versioned("v").unwrap(), Some((t(1), 1)));
+        let err = s.save_checked_if("v", &t(9), Expect::Absent).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DirError::Conflict {
+                    current: Some(1),
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            s.save_checked_if("v", &t(2), Expect::Version(1)).unwrap(),
+            2
+        );
+        let err = s
+            .save_checked_if("v", &t(9), Expect::Version(1))
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            DirError::Conflict {
+                current: Some(2),
+                ..
+            }
+        ));
+        assert_eq!(s.save_checked("v", &t(3)).unwrap(), 3);
+        assert_eq!(s.get_versioned("v").unwrap(), Some((t(3), 3)));
+        let err = s
+            .save_checked_if("w", &t(9), Expect::Version(3))
+            .unwrap_err();
+        assert!(matches!(err, DirError::Conflict { current: None, .. }));
+        assert_eq!(
+            s.get_text("w").unwrap(),
+            None,
+            "a refused save writes nothing"
+        );
+        assert!(s.delete("v").unwrap());
+        assert_eq!(s.save_checked_if("v", &t(4), Expect::Absent).unwrap(), 1);
+        // Only the Task file, its record and nothing else are left.
+        let mut names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".~v.v", "v.json"]);
+    }
+
+    #[test]
+    fn a_task_written_without_versions_reads_and_moves_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        // A seed store (or an older component) writes the plain file only.
+        fs::write(dir.path().join("seed.json"), r#"{"id":"seed","n":1}"#).unwrap();
+        assert_eq!(s.get_versioned("seed").unwrap().unwrap().1, 1);
+        assert_eq!(
+            s.save_checked_if("seed", r#"{"id":"seed","n":2}"#, Expect::Version(1))
+                .unwrap(),
+            2
+        );
+        // A seed writer overwrites it: the record no longer describes the file.
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(dir.path().join("seed.json"), r#"{"id":"seed","n":333}"#).unwrap();
+        let (text, version) = s.get_versioned("seed").unwrap().unwrap();
+        assert_eq!((text.as_str(), version), (r#"{"id":"seed","n":333}"#, 3));
+        let err = s
+            .save_checked_if("seed", r#"{"id":"seed","n":4}"#, Expect::Version(2))
+            .unwrap_err();
+        assert!(matches!(
+            err,
+            DirError::Conflict {
+                current: Some(3),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_lock_left_by_a_crash_is_broken_after_the_lease_and_a_live_one_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir).with_lock_lease(Duration::from_millis(300));
+        s.save_text(r#"{"id":"k"}"#).unwrap();
+        // A crashed writer's lock: a fresh one must be waited out, then broken.
+        let lock = dir.path().join(".~k.l");
+        fs::write(&lock, "dead-writer").unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(
+            s.save_checked_if("k", r#"{"id":"k","n":2}"#, Expect::Version(1))
+                .unwrap(),
+            2
+        );
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(!lock.exists(), "the lock is released after the save");
+    }
+
+    #[test]
+    fn a_writer_that_lost_its_lock_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        s.save_text(r#"{"id":"k"}"#).unwrap();
+        let lock = s.lock(".~k.l").unwrap();
+        // Another writer broke it (as if this one had stalled past its lease) and took it.
+        fs::write(dir.path().join(".~k.l"), "someone-else").unwrap();
+        let err = s.check_held(&lock).unwrap_err();
+        assert!(err.to_string().contains("taken over"), "{err}");
+        s.unlock(lock);
+        assert_eq!(
+            fs::read_to_string(dir.path().join(".~k.l")).unwrap(),
+            "someone-else",
+            "unlock leaves a lock that is not ours"
+        );
+    }
+
+    #[test]
+    fn racing_conditional_saves_have_exactly_one_winner_per_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        s.save_text(r#"{"id":"r"}"#).unwrap();
+        for round in 1..=5u64 {
+            let wins: Vec<_> = std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..8)
+                    .map(|w| {
+                        let s = s.clone();
+                        scope.spawn(move || {
+                            s.save_checked_if(
+                                "r",
+                                &format!(r#"{{"id":"r","w":{w}}}"#),
+                                Expect::Version(round),
+                            )
+                        })
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let winners = wins.iter().filter(|r| r.is_ok()).count();
+            assert_eq!(winners, 1, "round {round}: {wins:?}");
+            for r in &wins {
+                match r {
+                    Ok(v) => assert_eq!(*v, round + 1),
+                    Err(DirError::Conflict { current, .. }) => {
+                        assert_eq!(*current, Some(round + 1))
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub mod query;
 pub mod state;
 pub mod task;
 
-pub use dir::{DirError, DirStore, Durability};
+pub use dir::{DirError, DirStore, Durability, Expect};
 pub use id::{IdError, decode_file_name, encode_id};
-pub use query::ListQuery;
+pub use query::{ListQuery, Timestamp};
 pub use task::{TaskError, parse_task, task_id};

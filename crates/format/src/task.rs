@@ -98,6 +98,50 @@ pub fn check_task_text(text: &str) -> Result<String, TaskError> {
     }
 }
 
+/// Checks JSON text is a Task, like [`check_task_text`], and returns its id with the members a
+/// listing filters and sorts on (`id`, `contextId`, `status`), without building the rest.
+pub fn check_list_head(text: &str) -> Result<(String, Map<String, Value>), TaskError> {
+    if !text.trim_start().starts_with('{') {
+        return check_task_text(text).map(|id| (id, Map::new()));
+    }
+    let ListHead(head) =
+        serde_json::from_str(text).map_err(|e| TaskError::NotJson(e.to_string()))?;
+    let id = task_id(&head)?.to_owned();
+    Ok((id, head))
+}
+
+/// The members of a Task a listing looks at; the others are checked and dropped.
+struct ListHead(Map<String, Value>);
+
+impl<'de> serde::Deserialize<'de> for ListHead {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(ListHeadVisitor)
+    }
+}
+
+struct ListHeadVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ListHeadVisitor {
+    type Value = ListHead;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ListHead, A::Error> {
+        let mut head = Map::new();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if matches!(&*key, "id" | "contextId" | "status") {
+                // The last duplicate wins, as it does for a full parse.
+                head.insert(key.into_owned(), map.next_value::<Value>()?);
+            } else {
+                map.next_value::<Checked>()?;
+            }
+        }
+        Ok(ListHead(head))
+    }
+}
+
 /// A JSON object seen only as far as a store needs: its `id` member, if any.
 struct Header(Option<Value>);
 

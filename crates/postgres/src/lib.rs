@@ -1,21 +1,34 @@
 //! [`PostgresTaskStore`]: every Task in one PostgreSQL table, so several replicas of a runtime
 //! share their Tasks.
 //!
-//! The table (created if missing; see `docs/postgres.md`):
+//! The table (created if missing, migrated from an earlier version at connect; see
+//! `docs/postgres.md`):
 //!
 //! ```sql
 //! CREATE TABLE toolnexus_tasks (
-//!     id         bytea PRIMARY KEY,   -- the id's UTF-8 bytes: byte order, and U+0000 fits
-//!     task       jsonb NOT NULL,      -- the Task, for SQL
-//!     exact      text,                -- NULL, or the Task's own JSON text when jsonb cannot
+//!     id           bytea PRIMARY KEY, -- the id's UTF-8 bytes: byte order, and U+0000 fits
+//!     task         jsonb NOT NULL,    -- the Task, for SQL
+//!     exact        text,              -- NULL, or the Task's own JSON text when jsonb cannot
 //!                                     -- give it back (see below)
-//!     context_id bytea,               -- contextId, for the list filter
-//!     state      bytea,               -- status.state, normalized, for the list filter
-//!     updated_at timestamptz NOT NULL DEFAULT now()
+//!     context_id   bytea,             -- contextId, for the list filter
+//!     state        bytea,             -- status.state, normalized, for the list filter
+//!     updated_at   timestamptz NOT NULL DEFAULT now(),
+//!     version      bigint NOT NULL,   -- 1 at the first save, +1 with every save
+//!     status_ts_ns numeric            -- status.timestamp, ns since the Unix epoch; NULL if
+//!                                     -- absent or unreadable (list order, time filter)
 //! );
-//! CREATE INDEX toolnexus_tasks_context_id ON toolnexus_tasks (context_id, id);
-//! CREATE INDEX toolnexus_tasks_state ON toolnexus_tasks (state, id);
+//! CREATE INDEX toolnexus_tasks_listed ON toolnexus_tasks
+//!     (status_ts_ns DESC NULLS LAST, id);
+//! CREATE INDEX toolnexus_tasks_context_listed ON toolnexus_tasks
+//!     (context_id, status_ts_ns DESC NULLS LAST, id);
+//! CREATE INDEX toolnexus_tasks_state_listed ON toolnexus_tasks
+//!     (state, status_ts_ns DESC NULLS LAST, id);
 //! ```
+//!
+//! Every save is one statement that also returns the new version; a conditional save
+//! (`save_versioned` with [`Expect::Absent`] or [`Expect::Version`]) is atomic against every
+//! other writer of the table, whatever process it is in. A listing is one statement: a keyset
+//! page in list order through one of the `_listed` indexes, and the count of the matches.
 //!
 //! Fidelity: a Task comes back equal as JSON to what was saved, always. jsonb keeps members in
 //! its own order (shorter keys first) and drops insignificant whitespace, which JSON equality
@@ -43,9 +56,12 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_postgres::config::{Host, SslMode};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, NoTls};
 use toolnexus_core::state::normalize_state;
-use toolnexus_core::{ListQuery, StoreError, Task, TaskPage, TaskStore, check_expected, check_id};
+use toolnexus_core::{Expect, ListQuery, StoreError, Task, TaskPage, TaskStore, check_id};
+use toolnexus_format::query::{SortKey, Timestamp};
 
 mod errors;
 mod selector;
@@ -105,18 +121,22 @@ struct Shared {
     describe: String,
 }
 
-/// The statements, for one table.
+/// The statements, for one table (a listing's are made per call: [`Sql::list`]). A save's
+/// parameters: `$1` id, `$2` task, `$3` exact, `$4` context_id, `$5` state, `$6` the status
+/// timestamp in ns (text, for numeric), and for `replace`, `$7` the expected version.
 struct Sql {
     table: String,
+    /// The Task and its version.
     get: String,
-    save: String,
-    /// Compare-and-set over an existing row: $6/$7 are the expected `task` and `exact`.
-    replace: String,
+    /// The version alone (for a conflict's answer).
+    version: String,
+    /// Save whatever is stored: a new row at version 1, or the next version.
+    upsert: String,
     /// Insert only if there is no row for the id.
     insert_new: String,
+    /// Replace the row only if it still has the expected version.
+    replace: String,
     delete: String,
-    /// Indexed by [`list_variant`]: with a page token, a context filter, a state filter.
-    list: [String; 8],
 }
 
 /// Settings for a [`PostgresTaskStore`]; [`connect`](Self::connect) or
@@ -232,11 +252,20 @@ impl PostgresTaskStoreBuilder {
         self
     }
 
-    /// Connects, creates the table if missing, and checks it, so a bad URL, wrong credentials,
-    /// an unreachable server or an unusable table fail here rather than at the first call.
+    /// Connects, creates the table if missing (or migrates one of an earlier version), and
+    /// checks it, so a bad URL, wrong credentials, an unreachable server or an unusable table
+    /// fail here rather than at the first call.
     pub async fn connect(self) -> Result<PostgresTaskStore, StoreError> {
         let store = self.prepare()?;
-        store.run(setup).await?;
+        let shared = Arc::clone(&store.shared);
+        store
+            .handle
+            .spawn(open(shared))
+            .await
+            .map_err(|e| StoreError::Backend {
+                store: store.shared.describe.clone(),
+                reason: format!("the store's worker stopped while connecting: {e}"),
+            })??;
         Ok(store)
     }
 
@@ -245,8 +274,7 @@ impl PostgresTaskStoreBuilder {
     /// [`connect`](Self::connect) or call this in `spawn_blocking`).
     pub fn connect_blocking(self) -> Result<PostgresTaskStore, StoreError> {
         let store = self.prepare()?;
-        let shared = Arc::clone(&store.shared);
-        let call = deadline(shared.timeout, shared.describe.clone(), setup(shared));
+        let call = open(Arc::clone(&store.shared));
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         store.handle.spawn(async move {
             let _ = tx.send(call.await);
@@ -346,87 +374,228 @@ impl PostgresTaskStoreBuilder {
     }
 }
 
+/// The columns a page of a listing reads: the id, the Task's text, its sort timestamp.
+const LIST_COLUMNS: &str = "id, COALESCE(exact, task::text) AS doc, status_ts_ns AS ts";
+/// List order: newest status timestamp first, Tasks without one last, ties by id (bytea: byte
+/// order). The `_listed` indexes are in this order.
+const LIST_ORDER: &str = "status_ts_ns DESC NULLS LAST, id";
+/// The comment on `status_ts_ns` once every row has it (new tables, finished migrations);
+/// anything else means rows of an earlier version may still lack it (see [`backfill`]).
+const BACKFILLED: &str = "toolnexus: status.timestamp in ns since the Unix epoch; complete";
+/// The comment while a migration's backfill has not finished.
+const BACKFILL_PENDING: &str =
+    "toolnexus: status.timestamp in ns since the Unix epoch; backfill pending";
+/// Rows read and updated per statement of the backfill.
+const BACKFILL_BATCH: i64 = 500;
+
 impl Sql {
     fn new(table: String) -> Self {
-        let list = std::array::from_fn(|variant| {
-            let mut sql = format!("SELECT id, COALESCE(exact, task::text) FROM {table} WHERE true");
-            let mut n = 0;
-            let mut param = |column: &str, op: &str| {
-                n += 1;
-                format!(" AND {column} {op} ${n}")
-            };
-            if variant & 1 != 0 {
-                sql.push_str(&param("id", ">"));
-            }
-            if variant & 2 != 0 {
-                sql.push_str(&param("context_id", "="));
-            }
-            if variant & 4 != 0 {
-                sql.push_str(&param("state", "="));
-            }
-            let _ = write!(sql, " ORDER BY id LIMIT ${}", n + 1);
-            sql
-        });
+        let columns = "id, task, exact, context_id, state, status_ts_ns, version, updated_at";
+        let values = "$1, $2::text::jsonb, $3, $4, $5, $6::text::numeric";
         Sql {
-            get: format!("SELECT COALESCE(exact, task::text) FROM {table} WHERE id = $1"),
-            save: format!(
-                "INSERT INTO {table} (id, task, exact, context_id, state, updated_at) \
-                 VALUES ($1, $2::text::jsonb, $3, $4, $5, clock_timestamp()) \
+            get: format!("SELECT COALESCE(exact, task::text), version FROM {table} WHERE id = $1"),
+            version: format!("SELECT version FROM {table} WHERE id = $1"),
+            upsert: format!(
+                "INSERT INTO {table} AS t ({columns}) VALUES ({values}, 1, clock_timestamp()) \
                  ON CONFLICT (id) DO UPDATE SET task = EXCLUDED.task, exact = EXCLUDED.exact, \
                  context_id = EXCLUDED.context_id, state = EXCLUDED.state, \
-                 updated_at = EXCLUDED.updated_at"
+                 status_ts_ns = EXCLUDED.status_ts_ns, version = t.version + 1, \
+                 updated_at = EXCLUDED.updated_at \
+                 RETURNING version"
+            ),
+            insert_new: format!(
+                "INSERT INTO {table} ({columns}) VALUES ({values}, 1, clock_timestamp()) \
+                 ON CONFLICT (id) DO NOTHING RETURNING version"
             ),
             replace: format!(
                 "UPDATE {table} SET task = $2::text::jsonb, exact = $3, context_id = $4, \
-                 state = $5, updated_at = clock_timestamp() \
-                 WHERE id = $1 AND task = $6::text::jsonb AND exact IS NOT DISTINCT FROM $7"
-            ),
-            insert_new: format!(
-                "INSERT INTO {table} (id, task, exact, context_id, state, updated_at) \
-                 VALUES ($1, $2::text::jsonb, $3, $4, $5, clock_timestamp()) \
-                 ON CONFLICT (id) DO NOTHING"
+                 state = $5, status_ts_ns = $6::text::numeric, version = version + 1, \
+                 updated_at = clock_timestamp() \
+                 WHERE id = $1 AND version = $7 RETURNING version"
             ),
             delete: format!("DELETE FROM {table} WHERE id = $1"),
-            list,
             table,
         }
     }
+
+    /// The statement for one page of a listing, and the total: `$1` is the number of rows to
+    /// fetch (page size + 1), then the filters that are set (`context_id`, `state`, the
+    /// timestamp lower bound), then the cursor's timestamp (if it has one) and id.
+    ///
+    /// Keyset paging on (`status_ts_ns` descending, NULLs last, `id`): the rows after a cursor
+    /// with a timestamp are those with the same timestamp and a greater id, then those with an
+    /// older timestamp, then those without one; after a cursor without a timestamp, only rows
+    /// without one and a greater id. Each part is one range of a `_listed` index, and the page
+    /// merges them in order, so a page reads about one page of rows, however deep it is.
+    fn list(&self, shape: ListShape) -> String {
+        let table = &self.table;
+        let mut n = 1;
+        let mut next = || {
+            n += 1;
+            n
+        };
+        let mut filter = String::from("true");
+        if shape.context {
+            let _ = write!(filter, " AND context_id = ${}", next());
+        }
+        if shape.state {
+            let _ = write!(filter, " AND state = ${}", next());
+        }
+        if shape.after {
+            let _ = write!(filter, " AND status_ts_ns >= ${}::text::numeric", next());
+        }
+        let part = |condition: &str| {
+            format!(
+                "SELECT {LIST_COLUMNS} FROM {table} WHERE {filter}{condition} \
+                 ORDER BY {LIST_ORDER} LIMIT $1"
+            )
+        };
+        let page = match shape.cursor {
+            CursorShape::Start => part(""),
+            CursorShape::Timed => {
+                let (ts, id) = (next(), next());
+                let mut parts = vec![
+                    part(&format!(
+                        " AND status_ts_ns = ${ts}::text::numeric AND id > ${id}"
+                    )),
+                    part(&format!(" AND status_ts_ns < ${ts}::text::numeric")),
+                ];
+                if !shape.after {
+                    // With a timestamp bound, no Task without a timestamp matches.
+                    parts.push(part(" AND status_ts_ns IS NULL"));
+                }
+                let parts: Vec<String> = parts.into_iter().map(|p| format!("({p})")).collect();
+                format!(
+                    "SELECT * FROM ({}) AS parts ORDER BY ts DESC NULLS LAST, id LIMIT $1",
+                    parts.join(" UNION ALL ")
+                )
+            }
+            CursorShape::Untimed => {
+                let id = next();
+                part(&format!(" AND status_ts_ns IS NULL AND id > ${id}"))
+            }
+        };
+        format!(
+            "SELECT total.n, page.id, page.doc, page.ts::text \
+             FROM (SELECT count(*) AS n FROM {table} WHERE {filter}) AS total \
+             LEFT JOIN ({page}) AS page ON true ORDER BY page.ts DESC NULLS LAST, page.id"
+        )
+    }
+
+    /// An index of the table, `suffix` appended to the table's name; `qualified`: with the
+    /// table's schema, if it has one (an index lives in its table's schema).
+    fn index(&self, suffix: &str, qualified: bool) -> String {
+        let (schema, bare) = match self.table.rsplit_once('.') {
+            Some((schema, bare)) => (Some(schema), bare),
+            None => (None, self.table.as_str()),
+        };
+        let name = format!("\"{}_{suffix}\"", bare.trim_matches('"'));
+        match schema {
+            Some(schema) if qualified => format!("{schema}.{name}"),
+            _ => name,
+        }
+    }
+
+    /// The three indexes of a listing: all Tasks, by context, by state, each in list order.
+    fn list_indexes(&self, if_not_exists: bool) -> String {
+        let table = &self.table;
+        let guard = if if_not_exists { "IF NOT EXISTS " } else { "" };
+        format!(
+            "CREATE INDEX {guard}{} ON {table} ({LIST_ORDER}); \
+             CREATE INDEX {guard}{} ON {table} (context_id, {LIST_ORDER}); \
+             CREATE INDEX {guard}{} ON {table} (state, {LIST_ORDER});",
+            self.index("listed", false),
+            self.index("context_listed", false),
+            self.index("state_listed", false),
+        )
+    }
+
+    /// What turns a table of an earlier version (before versions and timestamp order) into
+    /// one of this version, except the backfill of `status_ts_ns`. Idempotent.
+    fn migration(&self) -> String {
+        let table = &self.table;
+        format!(
+            "ALTER TABLE {table} ADD COLUMN IF NOT EXISTS version bigint NOT NULL DEFAULT 1, \
+                 ADD COLUMN IF NOT EXISTS status_ts_ns numeric; \
+             ALTER TABLE {table} ALTER COLUMN version DROP DEFAULT; \
+             DROP INDEX IF EXISTS {}; \
+             DROP INDEX IF EXISTS {}; \
+             {} \
+             COMMENT ON COLUMN {table}.status_ts_ns IS '{BACKFILL_PENDING}'",
+            self.index("context_id", true),
+            self.index("state", true),
+            self.list_indexes(true),
+        )
+    }
 }
 
-fn list_variant(query: &ListQuery) -> usize {
-    usize::from(query.page_token.is_some())
-        | usize::from(query.context_id.is_some()) << 1
-        | usize::from(query.state.is_some()) << 2
+/// Which statement a listing needs: the filters it has, and where its cursor is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ListShape {
+    context: bool,
+    state: bool,
+    after: bool,
+    cursor: CursorShape,
 }
 
-/// Creates the table and its indexes if missing (under an advisory lock, so replicas starting
-/// together do not race), then checks that the table has the columns this store needs.
-async fn setup(shared: Arc<Shared>) -> Result<(), StoreError> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CursorShape {
+    /// The first page.
+    Start,
+    /// After a Task with a status timestamp.
+    Timed,
+    /// After a Task without one.
+    Untimed,
+}
+
+/// `call` within the store's call timeout.
+async fn within<T>(
+    shared: &Shared,
+    call: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    deadline(shared.timeout, shared.describe.clone(), call).await
+}
+
+/// Makes the table ready, then fills in what a migration left to do.
+async fn open(shared: Arc<Shared>) -> Result<(), StoreError> {
+    if setup(&shared).await? {
+        backfill(&shared).await?;
+    }
+    Ok(())
+}
+
+/// Creates the table and its indexes if missing, or migrates a table of an earlier version
+/// (under an advisory lock, so replicas starting together do not race), then checks that the
+/// table has the columns this store needs. `true` if `status_ts_ns` may still need a backfill.
+///
+/// Each step has the call timeout, except the migration's DDL: an index build takes as long
+/// as the table needs, so it runs without a statement timeout (but waits for its locks at most
+/// the call timeout).
+async fn setup(shared: &Shared) -> Result<bool, StoreError> {
     let store = &shared.describe;
-    let mut client = shared
-        .pool
-        .get()
-        .await
-        .map_err(|e| pool_error(store, e, true))?;
-    let table = &shared.sql.table;
-    let index = |suffix: &str| {
-        // `"schema"."name"` → `"name_suffix"`: an index lives in its table's schema.
-        let bare = table.rsplit('.').next().unwrap_or(table);
-        format!("\"{}_{suffix}\"", bare.trim_matches('"'))
-    };
+    let sql = &shared.sql;
+    let table = &sql.table;
+    let failed = |e: tokio_postgres::Error| pg_error(store, &e, true);
+    let mut client = within(shared, async {
+        shared
+            .pool
+            .get()
+            .await
+            .map_err(|e| pool_error(store, e, true))
+    })
+    .await?;
     let lock_key = fnv1a(table.as_bytes()) as i64;
-    let tx = client
-        .transaction()
-        .await
-        .map_err(|e| pg_error(store, &e, true))?;
-    let exists: bool = tx
-        .query_one(
+    let tx = within(shared, async { client.transaction().await.map_err(failed) }).await?;
+    let exists: bool = within(shared, async {
+        tx.query_one(
             &format!("SELECT pg_advisory_xact_lock({lock_key}), to_regclass($1) IS NOT NULL"),
             &[table],
         )
         .await
-        .map_err(|e| pg_error(store, &e, true))?
-        .get(1);
+        .map_err(failed)
+    })
+    .await?
+    .get(1);
     if !exists {
         let create = format!(
             "CREATE TABLE {table} (\
@@ -435,36 +604,102 @@ async fn setup(shared: Arc<Shared>) -> Result<(), StoreError> {
                  exact text, \
                  context_id bytea, \
                  state bytea, \
-                 updated_at timestamptz NOT NULL DEFAULT now()); \
-             CREATE INDEX {} ON {table} (context_id, id); \
-             CREATE INDEX {} ON {table} (state, id); \
-             COMMENT ON TABLE {table} IS 'toolnexus A2A Tasks (see docs/postgres.md)'",
-            index("context_id"),
-            index("state"),
+                 updated_at timestamptz NOT NULL DEFAULT now(), \
+                 version bigint NOT NULL, \
+                 status_ts_ns numeric); \
+             {} \
+             COMMENT ON TABLE {table} IS 'toolnexus A2A Tasks (see docs/postgres.md)'; \
+             COMMENT ON COLUMN {table}.status_ts_ns IS '{BACKFILLED}'",
+            sql.list_indexes(false),
         );
-        tx.batch_execute(&create)
+        within(shared, async {
+            tx.batch_execute(&create).await.map_err(failed)
+        })
+        .await?;
+    } else {
+        let columns: Vec<(String, String)> = within(shared, async {
+            tx.query(
+                "SELECT attname::text, atttypid::regtype::text FROM pg_attribute \
+                 WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped",
+                &[table],
+            )
             .await
-            .map_err(|e| pg_error(store, &e, true))?;
+            .map_err(failed)
+        })
+        .await?
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+        let has = |name: &str| columns.iter().any(|(c, _)| c == name);
+        let ours = [
+            ("id", "bytea"),
+            ("task", "jsonb"),
+            ("exact", "text"),
+            ("context_id", "bytea"),
+            ("state", "bytea"),
+            ("updated_at", "timestamp with time zone"),
+        ]
+        .iter()
+        .all(|(name, ty)| columns.iter().any(|(c, t)| c == name && t == ty));
+        // A table of an earlier version: ours, but without versions or the list order. (A
+        // table that is not ours is left alone; the check below refuses it.)
+        if ours && !(has("version") && has("status_ts_ns")) {
+            let migrate = format!(
+                "SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = {}; {}",
+                shared.timeout.as_millis().max(1),
+                sql.migration()
+            );
+            tracing::info!(store = %store, "migrating the table to versions and timestamp order");
+            tx.batch_execute(&migrate).await.map_err(|e| {
+                if e.code() == Some(&SqlState::INSUFFICIENT_PRIVILEGE) {
+                    StoreError::InvalidSelector {
+                        selector: store.clone(),
+                        reason: format!(
+                            "table {table} is from an earlier version of toolnexus and needs \
+                             new columns, but this user may not alter it ({}); connect once as \
+                             its owner, or have the owner run: {}",
+                            chain(&e),
+                            sql.migration()
+                        ),
+                    }
+                } else {
+                    failed(e)
+                }
+            })?;
+        }
     }
-    tx.commit().await.map_err(|e| pg_error(store, &e, true))?;
+    within(shared, async { tx.commit().await.map_err(failed) }).await?;
 
     // The table may have existed already: check it is one of ours.
-    let probe = client
-        .prepare(&format!(
-            "SELECT id, task, exact, context_id, state, updated_at FROM {table} WHERE false"
-        ))
-        .await
-        .map_err(|e| match e.code() {
-            Some(code) if code.code().starts_with("42") => StoreError::InvalidSelector {
-                selector: store.clone(),
-                reason: format!(
-                    "table {table} exists but is not a toolnexus task table: {}",
-                    chain(&e)
-                ),
-            },
-            _ => pg_error(store, &e, true),
-        })?;
-    let want = ["bytea", "jsonb", "text", "bytea", "bytea", "timestamptz"];
+    let probe = within(shared, async {
+        client
+            .prepare(&format!(
+                "SELECT id, task, exact, context_id, state, updated_at, version, status_ts_ns \
+                 FROM {table} WHERE false"
+            ))
+            .await
+            .map_err(|e| match e.code() {
+                Some(code) if code.code().starts_with("42") => StoreError::InvalidSelector {
+                    selector: store.clone(),
+                    reason: format!(
+                        "table {table} exists but is not a toolnexus task table: {}",
+                        chain(&e)
+                    ),
+                },
+                _ => failed(e),
+            })
+    })
+    .await?;
+    let want = [
+        "bytea",
+        "jsonb",
+        "text",
+        "bytea",
+        "bytea",
+        "timestamptz",
+        "int8",
+        "numeric",
+    ];
     for (column, want) in probe.columns().iter().zip(want) {
         if column.type_().name() != want {
             return Err(StoreError::InvalidSelector {
@@ -478,11 +713,117 @@ async fn setup(shared: Arc<Shared>) -> Result<(), StoreError> {
             });
         }
     }
+    let comment: Option<String> = within(shared, async {
+        client
+            .query_one(
+                "SELECT col_description(attrelid, attnum) FROM pg_attribute \
+                 WHERE attrelid = to_regclass($1) AND attname = 'status_ts_ns'",
+                &[table],
+            )
+            .await
+            .map_err(failed)
+    })
+    .await?
+    .get(0);
     // Statements are prepared on first use on each connection; this one also checks the rights.
-    client
-        .prepare_cached(&shared.sql.get)
-        .await
-        .map_err(|e| pg_error(store, &e, true))?;
+    within(shared, async {
+        client.prepare_cached(&sql.get).await.map_err(failed)?;
+        Ok(())
+    })
+    .await?;
+    Ok(comment.as_deref() != Some(BACKFILLED))
+}
+
+/// Fills `status_ts_ns` of the rows a migration found without it, from their
+/// `status.timestamp`, in batches by id (each its own statement and call timeout, so replicas
+/// and saves go on meanwhile), then marks the column complete. A row saved meanwhile has its
+/// column set by that save and a new version, and is left alone; running it again (another
+/// replica, a restart after an interruption) only does what is left.
+async fn backfill(shared: &Shared) -> Result<(), StoreError> {
+    let store = &shared.describe;
+    let table = &shared.sql.table;
+    let select = format!(
+        "SELECT id, version, task->'status'->>'timestamp' FROM {table} \
+         WHERE id > $1 AND status_ts_ns IS NULL \
+         AND jsonb_typeof(task->'status'->'timestamp') = 'string' \
+         ORDER BY id LIMIT {BACKFILL_BATCH}"
+    );
+    let update = format!(
+        "UPDATE {table} AS t SET status_ts_ns = u.ts::numeric \
+         FROM unnest($1::bytea[], $2::bigint[], $3::text[]) AS u(id, version, ts) \
+         WHERE t.id = u.id AND t.version = u.version AND t.status_ts_ns IS NULL"
+    );
+    let mut after: Vec<u8> = Vec::new();
+    let mut filled = 0u64;
+    loop {
+        let rows: Vec<(Vec<u8>, i64, String)> = within(
+            shared,
+            with_client(shared, true, |client| {
+                let (select, after) = (&select, &after);
+                async move {
+                    let result = client.query(select, &[after]).await.map(|rows| {
+                        rows.iter()
+                            .map(|r| (r.get(0), r.get(1), r.get(2)))
+                            .collect()
+                    });
+                    (client, result)
+                }
+            }),
+        )
+        .await?;
+        let Some((last, _, _)) = rows.last() else {
+            break;
+        };
+        after = last.clone();
+        let full = rows.len() as i64 == BACKFILL_BATCH;
+        let (mut ids, mut versions, mut stamps) = (Vec::new(), Vec::new(), Vec::new());
+        for (id, version, text) in rows {
+            if let Ok(ts) = Timestamp::parse(&text) {
+                ids.push(id);
+                versions.push(version);
+                stamps.push(ts.unix_nanos().to_string());
+            }
+        }
+        if !ids.is_empty() {
+            filled += within(
+                shared,
+                with_client(shared, true, |client| {
+                    let (update, ids, versions, stamps) = (&update, &ids, &versions, &stamps);
+                    async move {
+                        let result = client.execute(update, &[ids, versions, stamps]).await;
+                        (client, result)
+                    }
+                }),
+            )
+            .await?;
+        }
+        if !full {
+            break;
+        }
+    }
+    let mark = format!("COMMENT ON COLUMN {table}.status_ts_ns IS '{BACKFILLED}'");
+    let marked = within(
+        shared,
+        with_client(shared, true, |client| {
+            let mark = &mark;
+            async move {
+                let result = client.batch_execute(mark).await;
+                (client, result)
+            }
+        }),
+    )
+    .await;
+    match marked {
+        Ok(()) => {
+            tracing::info!(store = %store, rows = filled, "status timestamps backfilled");
+        }
+        // Only the table's owner may comment; the next start by the owner marks it.
+        Err(e) => tracing::warn!(
+            store = %store,
+            rows = filled,
+            "status timestamps backfilled, but the column could not be marked complete: {e}"
+        ),
+    }
     Ok(())
 }
 
@@ -521,143 +862,186 @@ where
 #[async_trait::async_trait]
 impl TaskStore for PostgresTaskStore {
     async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+        Ok(self.get_versioned(id).await?.map(|(task, _)| task))
+    }
+
+    /// One statement, by primary key.
+    async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
         check_id(id)?;
         let id = id.to_owned();
         self.run(move |shared| async move {
-            let text: Option<String> = with_client(&shared, true, |client| {
+            let row: Option<(String, i64)> = with_client(&shared, true, |client| {
                 let (sql, id) = (&shared.sql.get, id.as_bytes());
                 async move {
                     let result = async {
                         let statement = client.prepare_cached(sql).await?;
                         let row = client.query_opt(&statement, &[&id]).await?;
-                        Ok(row.map(|row| row.get(0)))
+                        Ok(row.map(|row| (row.get(0), row.get(1))))
                     }
                     .await;
                     (client, result)
                 }
             })
             .await?;
-            text.map(|text| read_task(&shared, id.as_bytes(), &text))
-                .transpose()
+            row.map(|(text, version)| {
+                let id = id.as_bytes();
+                Ok((
+                    read_task(&shared, id, &text)?,
+                    read_version(&shared, id, version)?,
+                ))
+            })
+            .transpose()
         })
         .await
     }
 
     async fn save(&self, task: &Task) -> Result<(), StoreError> {
+        self.save_versioned(task, Expect::Any).await.map(|_| ())
+    }
+
+    /// One statement: `INSERT … ON CONFLICT (id) DO UPDATE SET version = version + 1` for
+    /// [`Expect::Any`], `INSERT … ON CONFLICT (id) DO NOTHING` for [`Expect::Absent`],
+    /// `UPDATE … WHERE id = $1 AND version = $v` for [`Expect::Version`], each `RETURNING
+    /// version`. No row back: another writer got there first, and the current version is read
+    /// for the [`StoreError::Conflict`]. Only the plain upsert is retried on a lost connection
+    /// (a conditional save's first attempt may have committed, and its retry would then
+    /// conflict with itself).
+    async fn save_versioned(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
         let task = task.clone();
         self.run(move |shared| async move {
             let row = SaveRow::of(&task);
-            with_client(&shared, true, |client| {
-                let (sql, row, task) = (&shared.sql.save, &row, &task);
-                async move {
-                    let result = async {
-                        let statement = client.prepare_cached(sql).await?;
-                        let (jsonb, exact) = row.task_columns(task);
-                        let id = task.id().as_bytes();
-                        let (context, state) = row.filter_columns();
-                        client
-                            .execute(&statement, &[&id, &jsonb, &exact, &context, &state])
-                            .await
-                    }
-                    .await;
-                    (client, result)
+            let id = task.id().as_bytes();
+            let mut attempts = 0;
+            loop {
+                attempts += 1;
+                let written = write(&shared, &row, &task, expect).await?;
+                if let Some(version) = written {
+                    return read_version(&shared, id, version);
                 }
-            })
-            .await?;
-            Ok(())
-        })
-        .await
-    }
-
-    /// One statement: an `UPDATE … WHERE` the row still holds `expected` (compared as the
-    /// store compares what it wrote: `task` as jsonb, and `exact` as text when the row has it),
-    /// or an `INSERT … ON CONFLICT DO NOTHING` when `expected` is `None`. Not retried on a lost
-    /// connection: the first attempt may have committed, and a retry would then answer `false`.
-    async fn save_if(&self, task: &Task, expected: Option<&Task>) -> Result<bool, StoreError> {
-        check_expected(task, expected)?;
-        let (task, expected) = (task.clone(), expected.cloned());
-        self.run(move |shared| async move {
-            let row = SaveRow::of(&task);
-            let old = expected.as_ref().map(|e| (SaveRow::of(e), e));
-            let written = with_client(&shared, false, |client| {
-                let (sql, row, task, old) = (&shared.sql, &row, &task, &old);
-                async move {
-                    let result = async {
-                        let (jsonb, exact) = row.task_columns(task);
-                        let id = task.id().as_bytes();
-                        let (context, state) = row.filter_columns();
-                        match old {
-                            Some((old, expected)) => {
-                                let statement = client.prepare_cached(&sql.replace).await?;
-                                let (old_jsonb, old_exact) = old.task_columns(expected);
-                                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
-                                    &id, &jsonb, &exact, &context, &state, &old_jsonb, &old_exact,
-                                ];
-                                client.execute(&statement, &params).await
-                            }
-                            None => {
-                                let statement = client.prepare_cached(&sql.insert_new).await?;
-                                client
-                                    .execute(&statement, &[&id, &jsonb, &exact, &context, &state])
-                                    .await
-                            }
+                let current: Option<i64> = with_client(&shared, true, |client| {
+                    let sql = &shared.sql.version;
+                    async move {
+                        let result = async {
+                            let statement = client.prepare_cached(sql).await?;
+                            let row = client.query_opt(&statement, &[&id]).await?;
+                            Ok(row.map(|row| row.get(0)))
                         }
+                        .await;
+                        (client, result)
                     }
-                    .await;
-                    (client, result)
+                })
+                .await?;
+                let current = current
+                    .map(|version| read_version(&shared, id, version))
+                    .transpose()?;
+                // The write missed, but what is stored now is what it expected: the row changed
+                // between the two statements (a delete, a re-creation). Try again, a few times.
+                let holds = match expect {
+                    Expect::Absent => current.is_none(),
+                    Expect::Version(v) => current == Some(v),
+                    Expect::Any => false,
+                };
+                if !holds || attempts == 3 {
+                    return Err(StoreError::Conflict {
+                        id: task.id().to_owned(),
+                        expected: expect,
+                        current,
+                    });
                 }
-            })
-            .await?;
-            Ok(written == 1)
+            }
         })
         .await
     }
 
+    /// One statement: the page, keyset-paginated on (status timestamp, id) through an index in
+    /// list order (see [`Sql::list`]), and the number of matching Tasks, from one snapshot.
     async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        let cursor = query.cursor().map_err(|e| StoreError::InvalidQuery {
+            reason: e.to_string(),
+        })?;
         let query = query.clone();
         self.run(move |shared| async move {
             let limit = query.limit();
-            let rows: Vec<(Vec<u8>, String)> = with_client(&shared, true, |client| {
-                let (sql, query) = (&shared.sql.list[list_variant(&query)], &query);
+            let shape = ListShape {
+                context: query.context_id.is_some(),
+                state: query.state.is_some(),
+                after: query.status_timestamp_after.is_some(),
+                cursor: match &cursor {
+                    None => CursorShape::Start,
+                    Some(SortKey {
+                        timestamp: Some(_), ..
+                    }) => CursorShape::Timed,
+                    Some(SortKey {
+                        timestamp: None, ..
+                    }) => CursorShape::Untimed,
+                },
+            };
+            let sql = shared.sql.list(shape);
+            let mut params: Vec<Box<dyn ToSql + Sync + Send>> = Vec::with_capacity(6);
+            params.push(Box::new(i64::try_from(limit + 1).unwrap_or(i64::MAX)));
+            if let Some(context) = &query.context_id {
+                params.push(Box::new(context.as_bytes().to_vec()));
+            }
+            if let Some(state) = &query.state {
+                params.push(Box::new(normalize_state(state).into_bytes()));
+            }
+            if let Some(after) = query.status_timestamp_after {
+                params.push(Box::new(after.unix_nanos().to_string()));
+            }
+            if let Some(cursor) = &cursor {
+                if let Some(timestamp) = cursor.timestamp {
+                    params.push(Box::new(timestamp.unix_nanos().to_string()));
+                }
+                params.push(Box::new(cursor.id.as_bytes().to_vec()));
+            }
+            type PageRow = (i64, Option<Vec<u8>>, Option<String>, Option<String>);
+            let rows: Vec<PageRow> = with_client(&shared, true, |client| {
+                let (sql, params) = (&sql, &params);
                 async move {
                     let result = async {
                         let statement = client.prepare_cached(sql).await?;
-                        let token = query.page_token.as_deref().map(str::as_bytes);
-                        let context = query.context_id.as_deref().map(str::as_bytes);
-                        let state = query.state.as_deref().map(normalize_state);
-                        let fetch = i64::try_from(limit + 1).unwrap_or(i64::MAX);
-                        let mut params: Vec<&(dyn tokio_postgres::types::ToSql + Sync)> =
-                            Vec::with_capacity(4);
-                        if let Some(token) = &token {
-                            params.push(token);
-                        }
-                        if let Some(context) = &context {
-                            params.push(context);
-                        }
-                        let state_bytes = state.as_deref().map(str::as_bytes);
-                        if let Some(state) = &state_bytes {
-                            params.push(state);
-                        }
-                        params.push(&fetch);
+                        let params: Vec<&(dyn ToSql + Sync)> = params
+                            .iter()
+                            .map(|p| p.as_ref() as &(dyn ToSql + Sync))
+                            .collect();
                         let rows = client.query(&statement, &params).await?;
-                        Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+                        Ok(rows
+                            .iter()
+                            .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                            .collect())
                     }
                     .await;
                     (client, result)
                 }
             })
             .await?;
+            let total = rows.first().map_or(0, |row| row.0);
             let more = rows.len() > limit;
             let mut tasks = Vec::with_capacity(rows.len().min(limit));
-            let mut last_id = None;
-            for (id, text) in rows.into_iter().take(limit) {
+            let mut last = None;
+            for (_, id, text, ts) in rows.into_iter().take(limit) {
+                // A row without an id is the empty page's (the total alone).
+                let (Some(id), Some(text)) = (id, text) else {
+                    continue;
+                };
                 let task = read_task(&shared, &id, &text)?;
-                last_id = Some(task.id().to_owned());
+                let timestamp = ts
+                    .map(|ts| {
+                        ts.parse::<i128>()
+                            .map(Timestamp::from_unix_nanos)
+                            .map_err(|_| corrupt(&shared, &id, format!("status_ts_ns is {ts}")))
+                    })
+                    .transpose()?;
+                last = Some(SortKey {
+                    timestamp,
+                    id: task.id().to_owned(),
+                });
                 tasks.push(task);
             }
             Ok(TaskPage {
                 tasks,
-                next_page_token: if more { last_id } else { None },
+                next_page_token: last.filter(|_| more).map(|key| key.encode()),
+                total_size: Some(u64::try_from(total).unwrap_or(0)),
             })
         })
         .await
@@ -689,12 +1073,62 @@ impl TaskStore for PostgresTaskStore {
     }
 }
 
-/// A stored row back into a Task: it must be one, with the id of its row.
-fn read_task(shared: &Shared, id: &[u8], text: &str) -> Result<Task, StoreError> {
-    let corrupt = |reason: String| StoreError::Corrupt {
+/// The one write of a save: the new version, or `None` if what `expect` says is not stored.
+async fn write(
+    shared: &Shared,
+    row: &SaveRow,
+    task: &Task,
+    expect: Expect,
+) -> Result<Option<i64>, StoreError> {
+    let expected_version = match expect {
+        // No row has a version beyond i64: it cannot be stored.
+        Expect::Version(v) => match i64::try_from(v) {
+            Ok(v) => Some(v),
+            Err(_) => return Ok(None),
+        },
+        Expect::Any | Expect::Absent => None,
+    };
+    let sql = match expect {
+        Expect::Any => &shared.sql.upsert,
+        Expect::Absent => &shared.sql.insert_new,
+        Expect::Version(_) => &shared.sql.replace,
+    };
+    with_client(shared, expect == Expect::Any, |client| async move {
+        let result = async {
+            let statement = client.prepare_cached(sql).await?;
+            let (jsonb, exact) = row.task_columns(task);
+            let id = task.id().as_bytes();
+            let (context, state) = row.filter_columns();
+            let ts = row.status_ts.as_deref();
+            let mut params: Vec<&(dyn ToSql + Sync)> =
+                vec![&id, &jsonb, &exact, &context, &state, &ts];
+            if let Some(version) = &expected_version {
+                params.push(version);
+            }
+            let row = client.query_opt(&statement, &params).await?;
+            Ok(row.map(|row| row.get(0)))
+        }
+        .await;
+        (client, result)
+    })
+    .await
+}
+
+/// A stored version as the trait's: never negative.
+fn read_version(shared: &Shared, id: &[u8], version: i64) -> Result<u64, StoreError> {
+    u64::try_from(version).map_err(|_| corrupt(shared, id, format!("version is {version}")))
+}
+
+fn corrupt(shared: &Shared, id: &[u8], reason: String) -> StoreError {
+    StoreError::Corrupt {
         location: format!("{} row {:?}", shared.describe, String::from_utf8_lossy(id)),
         reason,
-    };
+    }
+}
+
+/// A stored row back into a Task: it must be one, with the id of its row.
+fn read_task(shared: &Shared, id: &[u8], text: &str) -> Result<Task, StoreError> {
+    let corrupt = |reason: String| corrupt(shared, id, reason);
     let task = Task::from_json(text).map_err(|e| corrupt(e.to_string()))?;
     if task.id().as_bytes() != id {
         return Err(corrupt(format!("the row holds the Task {:?}", task.id())));
@@ -709,6 +1143,9 @@ struct SaveRow {
     jsonb: Option<String>,
     context_id: Option<Vec<u8>>,
     state: Option<String>,
+    /// The status timestamp in nanoseconds since the epoch, as text for `numeric` (an RFC 3339
+    /// instant can lie beyond i64's nanoseconds: year 2262).
+    status_ts: Option<String>,
 }
 
 impl SaveRow {
@@ -732,6 +1169,7 @@ impl SaveRow {
                 .and_then(|s| s.get("state"))
                 .and_then(Value::as_str)
                 .map(normalize_state),
+            status_ts: Timestamp::of_task(map).map(|t| t.unix_nanos().to_string()),
         }
     }
 }
@@ -947,22 +1385,89 @@ mod tests {
     }
 
     #[test]
-    fn list_statements_use_keyset_paging() {
+    fn list_statements_number_their_parameters_and_page_by_keyset() {
         let sql = Sql::new(quote_table("t").unwrap());
+        let first = sql.list(ListShape {
+            context: false,
+            state: false,
+            after: false,
+            cursor: CursorShape::Start,
+        });
         assert_eq!(
-            sql.list[7],
-            "SELECT id, COALESCE(exact, task::text) FROM \"t\" WHERE true AND id > $1 \
-             AND context_id = $2 AND state = $3 ORDER BY id LIMIT $4"
+            first,
+            "SELECT total.n, page.id, page.doc, page.ts::text FROM (SELECT count(*) AS n FROM \
+             \"t\" WHERE true) AS total LEFT JOIN (SELECT id, COALESCE(exact, task::text) AS doc, \
+             status_ts_ns AS ts FROM \"t\" WHERE true ORDER BY status_ts_ns DESC NULLS LAST, id \
+             LIMIT $1) AS page ON true ORDER BY page.ts DESC NULLS LAST, page.id"
         );
-        assert_eq!(
-            sql.list[0],
-            "SELECT id, COALESCE(exact, task::text) FROM \"t\" WHERE true ORDER BY id LIMIT $1"
+        let timed = sql.list(ListShape {
+            context: true,
+            state: true,
+            after: false,
+            cursor: CursorShape::Timed,
+        });
+        let filter = "WHERE true AND context_id = $2 AND state = $3";
+        assert!(timed.contains(&format!("count(*) AS n FROM \"t\" {filter}) AS total")));
+        assert!(timed.contains(&format!(
+            "{filter} AND status_ts_ns = $4::text::numeric AND id > $5 ORDER BY"
+        )));
+        assert!(timed.contains(&format!(
+            "{filter} AND status_ts_ns < $4::text::numeric ORDER BY"
+        )));
+        assert!(timed.contains(&format!("{filter} AND status_ts_ns IS NULL ORDER BY")));
+        assert!(!timed.contains("$6"));
+        let bounded = sql.list(ListShape {
+            context: false,
+            state: true,
+            after: true,
+            cursor: CursorShape::Timed,
+        });
+        assert!(bounded.contains("AND state = $2 AND status_ts_ns >= $3::text::numeric"));
+        assert!(bounded.contains("status_ts_ns = $4::text::numeric AND id > $5"));
+        assert!(
+            !bounded.contains("IS NULL"),
+            "no untimed part under a timestamp bound"
         );
-        let q = ListQuery {
-            state: Some("x".into()),
-            page_token: Some("t".into()),
-            ..Default::default()
+        let untimed = sql.list(ListShape {
+            context: true,
+            state: false,
+            after: false,
+            cursor: CursorShape::Untimed,
+        });
+        assert!(untimed.contains("context_id = $2 AND status_ts_ns IS NULL AND id > $3 ORDER BY"));
+        assert!(!untimed.contains("UNION"));
+    }
+
+    #[test]
+    fn index_names_live_in_the_tables_schema() {
+        let sql = Sql::new(quote_table("app.tasks").unwrap());
+        assert_eq!(sql.index("listed", false), "\"tasks_listed\"");
+        assert_eq!(sql.index("state", true), "\"app\".\"tasks_state\"");
+        let longest = Sql::new(quote_table(&"t".repeat(MAX_TABLE_NAME)).unwrap());
+        assert!(
+            longest
+                .index("context_listed", false)
+                .trim_matches('"')
+                .len()
+                <= 63
+        );
+    }
+
+    #[test]
+    fn a_save_keeps_the_status_timestamp_in_nanoseconds_whatever_its_year() {
+        let row = |ts: &str| {
+            let task = Task::from_json(&format!(
+                r#"{{"id": "a", "status": {{"state": "working", "timestamp": "{ts}"}}}}"#
+            ))
+            .unwrap();
+            SaveRow::of(&task).status_ts
         };
-        assert_eq!(list_variant(&q), 5);
+        assert_eq!(row("1970-01-01T00:00:01.5Z").as_deref(), Some("1500000000"));
+        assert_eq!(row("1970-01-01T01:00:00+01:00").as_deref(), Some("0"));
+        assert_eq!(
+            row("9999-12-31T23:59:59.999999999Z").as_deref(),
+            Some("253402300799999999999")
+        );
+        assert_eq!(row("yesterday"), None);
     }
 }

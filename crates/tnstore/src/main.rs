@@ -2,14 +2,15 @@
 //!
 //! Exit codes: 0 success; 1 no Task with that id; 2 bad input or usage (invalid Task JSON,
 //! invalid id, unknown or malformed selector, refused database credentials); 3 the store failed
-//! (I/O, corrupt data, a failing component, an unreachable database server).
+//! (I/O, corrupt data, a failing component, an unreachable database server); 4 a conditional
+//! save (`--if-version`, `--if-absent`) found another version stored.
 
 use clap::{Parser, Subcommand};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use toolnexus::wasm::FILE_STORE_COMPONENT;
-use toolnexus::{Blame, ListQuery, StoreError, Task, resolve_store};
+use toolnexus::{Blame, Expect, ListQuery, StoreError, Task, Timestamp, resolve_store};
 
 /// The store used when neither --store nor TNSTORE_STORE is given: the built-in file-store
 /// component over `.toolnexus/tasks` in the current directory.
@@ -42,16 +43,29 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Save (upsert) a Task given as JSON, from FILE or standard input (`-` or nothing).
+    /// Prints the new version on stderr. With --if-version or --if-absent the save is a
+    /// compare-and-set: if the stored Task is not what was asked for, nothing is written and
+    /// the exit code is 4, naming the current version.
     Save {
         /// File holding the Task JSON; `-` or nothing reads standard input.
         file: Option<PathBuf>,
+        /// Save only if the stored Task is at this version.
+        #[arg(long, value_name = "N", conflicts_with = "if_absent")]
+        if_version: Option<u64>,
+        /// Save only if there is no Task with this id yet.
+        #[arg(long)]
+        if_absent: bool,
     },
     /// Print the Task with this id as JSON; exit 1 if there is none.
     Get {
         /// The Task id.
         id: String,
+        /// Also print the Task's version, as `version: N` on stderr.
+        #[arg(long)]
+        show_version: bool,
     },
-    /// List Tasks as a JSON page `{"tasks": [...], "nextPageToken": ...}`, in id order.
+    /// List Tasks as a JSON page `{"tasks": [...], "nextPageToken": ..., "totalSize": ...}`,
+    /// newest status timestamp first.
     List {
         /// Only Tasks with this contextId.
         #[arg(long)]
@@ -59,6 +73,10 @@ enum Command {
         /// Only Tasks in this state (e.g. completed or TASK_STATE_COMPLETED).
         #[arg(long)]
         state: Option<String>,
+        /// Only Tasks whose status timestamp is at or after this instant (RFC 3339, e.g.
+        /// 2025-06-01T00:00:00Z).
+        #[arg(long, value_name = "TIMESTAMP")]
+        after: Option<String>,
         /// At most this many Tasks (default 50, at most 1000).
         #[arg(long, default_value_t = 0)]
         page_size: usize,
@@ -110,6 +128,10 @@ enum Command {
         #[arg(long, default_value_t = toolnexus_a2a::DEFAULT_MAX_LIST_BYTES,
               value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         max_list_bytes: usize,
+        /// Test hook: milliseconds the agent's final step waits between reading the Task and
+        /// saving its outcome (lets a test land a cancel from another process there).
+        #[arg(long, default_value_t = 0, hide = true)]
+        stage_finish_delay_ms: u64,
     },
     /// Write the embedded file-store component to a file, for `--store wasm:<file>`.
     Component {
@@ -123,6 +145,8 @@ enum Failure {
     NotFound(String),
     Usage(String),
     Store(String),
+    /// A conditional save did not hold (exit 4).
+    Conflict(String),
 }
 
 impl From<StoreError> for Failure {
@@ -160,6 +184,10 @@ fn main() -> ExitCode {
             eprintln!("tnstore: {msg}");
             ExitCode::from(3)
         }
+        Err(Failure::Conflict(msg)) => {
+            eprintln!("tnstore: {msg}");
+            ExitCode::from(4)
+        }
     }
 }
 
@@ -174,31 +202,62 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             );
             Ok(())
         }
-        Command::Save { file } => {
+        Command::Save {
+            file,
+            if_version,
+            if_absent,
+        } => {
             let text = read_input(file)?;
             let task = Task::from_json(&text)?;
+            let expect = match (if_version, if_absent) {
+                (Some(v), _) => Expect::Version(v),
+                (None, true) => Expect::Absent,
+                (None, false) => Expect::Any,
+            };
             let store = open(cli.store).await?;
-            store.save(&task).await?;
-            eprintln!("tnstore: saved {:?}", task.id());
+            match store.save_versioned(&task, expect).await {
+                Ok(version) => {
+                    eprintln!("tnstore: saved {:?} at version {version}", task.id())
+                }
+                // A store without versions still takes a plain save.
+                Err(StoreError::Unsupported { .. }) if expect == Expect::Any => {
+                    store.save(&task).await?;
+                    eprintln!("tnstore: saved {:?}", task.id());
+                }
+                Err(e @ StoreError::Conflict { .. }) => {
+                    return Err(Failure::Conflict(e.to_string()));
+                }
+                Err(e) => return Err(e.into()),
+            }
             Ok(())
         }
         Command::List {
             context_id,
             state,
+            after,
             page_size,
             page_token,
         } => {
+            let status_timestamp_after = after
+                .map(|t| Timestamp::parse(&t))
+                .transpose()
+                .map_err(|e| Failure::Usage(format!("--after: {e}")))?;
             let store = open(cli.store).await?;
             let query = ListQuery {
                 context_id,
                 state,
+                status_timestamp_after,
                 page_size,
                 page_token,
             };
             let page = store.list(&query).await?;
             let tasks: Vec<&serde_json::Map<String, serde_json::Value>> =
                 page.tasks.iter().map(Task::as_map).collect();
-            let out = serde_json::json!({"tasks": tasks, "nextPageToken": page.next_page_token});
+            let out = serde_json::json!({
+                "tasks": tasks,
+                "nextPageToken": page.next_page_token,
+                "totalSize": page.total_size,
+            });
             writeln!(std::io::stdout().lock(), "{out}")
                 .map_err(|e| Failure::Store(format!("cannot write output: {e}")))
         }
@@ -223,6 +282,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             max_connections,
             max_background_tasks,
             max_list_bytes,
+            stage_finish_delay_ms,
         } => {
             // Internal errors reach clients as a request id; their details go to stderr.
             let _ = tracing::subscriber::set_global_default(StderrLog);
@@ -244,6 +304,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 max_connections,
                 max_background_tasks,
                 max_list_bytes,
+                finish_read_to_write_delay: ms(stage_finish_delay_ms),
                 ..Default::default()
             };
             {
@@ -263,9 +324,17 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 _ = tokio::signal::ctrl_c() => Ok(()),
             }
         }
-        Command::Get { id } => {
+        Command::Get { id, show_version } => {
             let store = open(cli.store).await?;
-            match store.get(&id).await? {
+            let found = if show_version {
+                store.get_versioned(&id).await?.map(|(task, version)| {
+                    eprintln!("version: {version}");
+                    task
+                })
+            } else {
+                store.get(&id).await?
+            };
+            match found {
                 Some(task) => {
                     let mut out = std::io::stdout().lock();
                     writeln!(out, "{task}")

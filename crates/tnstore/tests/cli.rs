@@ -191,7 +191,11 @@ fn list_and_delete_through_every_durable_store() {
         assert_eq!(out.status.code(), Some(0), "{selector}: {}", stderr(&out));
         let page: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(page["tasks"][0]["id"], "a", "{selector}");
-        assert_eq!(page["nextPageToken"], "a", "{selector}");
+        assert_eq!(page["totalSize"], 2, "{selector}");
+        let token = page["nextPageToken"]
+            .as_str()
+            .expect("a next page")
+            .to_owned();
         let out = tnstore(
             cwd.path(),
             &[
@@ -201,13 +205,24 @@ fn list_and_delete_through_every_durable_store() {
                 "--context-id",
                 "c1",
                 "--page-token",
-                "a",
+                &token,
             ],
             None,
         );
         let page: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
         assert_eq!(page["tasks"][0]["id"], "c", "{selector}");
         assert_eq!(page["nextPageToken"], serde_json::Value::Null, "{selector}");
+        let bad = tnstore(
+            cwd.path(),
+            &["--store", selector, "list", "--page-token", "a"],
+            None,
+        );
+        assert_eq!(bad.status.code(), Some(2), "{selector}: {}", stderr(&bad));
+        assert!(
+            stderr(&bad).contains("invalid page token"),
+            "{}",
+            stderr(&bad)
+        );
 
         let deleted = tnstore(cwd.path(), &["--store", selector, "delete", "b"], None);
         assert_eq!(
@@ -270,4 +285,66 @@ fn help_never_shows_the_selector_from_the_environment() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("TNSTORE_STORE"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("s3cret"), "{}", stdout(&out));
+}
+
+/// `save --if-version N` / `--if-absent` are compare-and-sets (exit 4 on a conflict, nothing
+/// written), every save prints the new version, `get --show-version` prints it, and
+/// `list --after` keeps Tasks whose status changed at or after that instant.
+#[test]
+fn conditional_saves_versions_and_list_after_through_every_durable_store() {
+    let cwd = tempfile::tempdir().unwrap();
+    for selector in ["file:./v", "wasm:builtin?dir=./v"] {
+        let task = |n: u32, ts: &str| {
+            format!(
+                r#"{{"id": "v", "n": {n}, "status": {{"state": "working", "timestamp": "{ts}"}}}}"#
+            )
+        };
+        let save = |args: &[&str], text: &str| {
+            let mut all = vec!["--store", selector, "save"];
+            all.extend_from_slice(args);
+            tnstore(cwd.path(), &all, Some(text))
+        };
+        let out = save(&["--if-absent"], &task(1, "2025-01-01T00:00:00Z"));
+        assert_eq!(out.status.code(), Some(0), "{selector}: {}", stderr(&out));
+        assert!(stderr(&out).contains("at version 1"), "{}", stderr(&out));
+        let out = save(&["--if-absent"], &task(9, "2025-01-01T00:00:00Z"));
+        assert_eq!(out.status.code(), Some(4), "{selector}: {}", stderr(&out));
+        assert!(stderr(&out).contains("version 1"), "{}", stderr(&out));
+        let out = save(&["--if-version", "1"], &task(2, "2025-06-01T00:00:00Z"));
+        assert_eq!(out.status.code(), Some(0), "{selector}: {}", stderr(&out));
+        assert!(stderr(&out).contains("at version 2"), "{}", stderr(&out));
+        let out = save(&["--if-version", "1"], &task(9, "2025-06-01T00:00:00Z"));
+        assert_eq!(out.status.code(), Some(4), "{selector}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains("expected version 1") && stderr(&out).contains("version 2"),
+            "{}",
+            stderr(&out)
+        );
+        let got = tnstore(
+            cwd.path(),
+            &["--store", selector, "get", "v", "--show-version"],
+            None,
+        );
+        assert_eq!(got.status.code(), Some(0), "{}", stderr(&got));
+        assert!(stderr(&got).contains("version: 2"), "{}", stderr(&got));
+        let stored: serde_json::Value = serde_json::from_str(&stdout(&got)).unwrap();
+        assert_eq!(stored["n"], 2, "the refused saves wrote nothing");
+        for (after, count) in [("2025-05-31T23:59:59Z", 1), ("2025-06-01T00:00:01Z", 0)] {
+            let out = tnstore(
+                cwd.path(),
+                &["--store", selector, "list", "--after", after],
+                None,
+            );
+            let page: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+            assert_eq!(page["totalSize"], count, "{selector} {after}: {page}");
+        }
+        let bad = tnstore(
+            cwd.path(),
+            &["--store", selector, "list", "--after", "yesterday"],
+            None,
+        );
+        assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+        assert!(stderr(&bad).contains("--after"), "{}", stderr(&bad));
+        tnstore(cwd.path(), &["--store", selector, "delete", "v"], None);
+    }
 }

@@ -1,5 +1,7 @@
 //! Two `tnstore serve` processes — two replicas of a runtime — on different ports over the same
 //! PostgreSQL table: a Task created through one is read, cancelled and listed through the other.
+//! And over one file directory (native and component): a cancel that lands between one
+//! replica's read and its write is never overwritten.
 //!
 //! The server is `TOOLNEXUS_TEST_POSTGRES_URL` or a throwaway cluster (`tests/src/pg.rs`);
 //! without either the test skips, unless `TOOLNEXUS_REQUIRE_POSTGRES=1`.
@@ -19,8 +21,14 @@ struct Replica {
 
 impl Replica {
     fn start(selector: &str, echo_delay_ms: u64) -> Replica {
+        Replica::start_with(selector, echo_delay_ms, &[])
+    }
+
+    fn start_with(selector: &str, echo_delay_ms: u64, extra: &[&str]) -> Replica {
         let delay = echo_delay_ms.to_string();
-        let serving = common::serve(&["--store", selector], &["--echo-delay-ms", &delay], |_| {});
+        let mut args = vec!["--echo-delay-ms", &delay];
+        args.extend_from_slice(extra);
+        let serving = common::serve(&["--store", selector], &args, |_| {});
         assert!(
             !serving.banner.contains(pg::PASSWORD),
             "the password is printed: {}",
@@ -105,9 +113,9 @@ async fn a_task_created_on_one_replica_is_read_cancelled_and_listed_on_the_other
     let done = a.wait_for(&fast, "completed").await;
     assert_eq!(done["artifacts"][0]["parts"][0]["text"], "fast");
 
-    // Listed through either, with filters, in id order.
-    let mut want = vec![id.clone(), fast.clone()];
-    want.sort();
+    // Listed through either, with filters, newest status first: `fast` completed after `id`
+    // was cancelled.
+    let want = vec![fast.clone(), id.clone()];
     for replica in [&a, &b] {
         let listed = replica
             .call(
@@ -138,4 +146,49 @@ async fn a_task_created_on_one_replica_is_read_cancelled_and_listed_on_the_other
     assert_eq!(deleted["result"]["deleted"], true, "{deleted}");
     let gone = b.call("GetTask", json!({"id": fast})).await;
     assert_eq!(gone["error"]["code"], -32001, "{gone}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancel_between_the_agents_read_and_write_is_never_overwritten_over_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (kind, selector) in [
+        (
+            "native",
+            format!("file:{}", tmp.path().join("native").display()),
+        ),
+        (
+            "component",
+            format!(
+                "wasm:builtin?dir={}",
+                tmp.path().join("component").display()
+            ),
+        ),
+    ] {
+        // A's agent answers at once, but waits 1.5 s between reading the Task for its final
+        // save and saving it: B's cancel lands in between.
+        let a = Replica::start_with(&selector, 0, &["--stage-finish-delay-ms", "1500"]);
+        let b = Replica::start(&selector, 0);
+        let sent = a.call("SendMessage", send("race", "ctx-race")).await;
+        let id = sent["result"]["id"]
+            .as_str()
+            .expect("acknowledged")
+            .to_owned();
+        b.wait_for(&id, "working").await;
+        let cancelled = b.call("CancelTask", json!({"id": id})).await;
+        assert_eq!(
+            cancelled["result"]["status"]["state"], "canceled",
+            "{kind}: {cancelled}"
+        );
+        // A's staged save comes after the cancel: it must lose (a conflict on the version it
+        // read), read again, and leave the Task cancelled.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        for replica in [&a, &b] {
+            let got = replica.call("GetTask", json!({"id": id})).await;
+            assert_eq!(
+                got["result"]["status"]["state"], "canceled",
+                "{kind}: the cancel was overwritten: {got}"
+            );
+            assert!(got["result"].get("artifacts").is_none(), "{kind}: {got}");
+        }
+    }
 }

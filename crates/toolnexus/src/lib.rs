@@ -31,9 +31,9 @@ mod selector;
 
 pub use selector::{StoreSelector, resolve_store};
 pub use toolnexus_core::{
-    Blame, DEFAULT_DATA_DIR, Durability, FileTaskStore, InMemoryTaskStore, Limit, ListQuery, Step,
-    StoreError, Task, TaskError, TaskPage, TaskStore, TransitionError, options, state, task_state,
-    transition,
+    Blame, DEFAULT_DATA_DIR, Durability, Expect, FileTaskStore, InMemoryTaskStore, Limit,
+    ListQuery, Step, StoreError, Task, TaskError, TaskPage, TaskStore, Timestamp, TransitionError,
+    options, query, state, task_state, transition,
 };
 
 /// Sandboxed WebAssembly component stores: [`wasm::WasmTaskStore`] and its builder, limits,

@@ -1,6 +1,34 @@
 //! [`WasmTaskStore`]: any component of the `toolnexus:task-store` world, run sandboxed by
 //! wasmtime and adapted to [`TaskStore`].
 //!
+//! # Contract versions, and Task versions
+//!
+//! The host speaks two versions of the contract (`wit/` in the repository; each version's doc
+//! comments are its spec) and finds at load which one a component targets, from the `store`
+//! interface it exports ([`ContractVersion`]; semver-compatible patch versions count, a
+//! component exporting both is used as 0.2, and anything else is refused with a message naming
+//! both versions):
+//!
+//! - **0.2.0** ([`STORE_INTERFACE`], current): every stored Task has a **version**, 1 after its
+//!   first save and one more with each later save, forgotten by `delete`. `get` returns it
+//!   ([`TaskStore::get_versioned`]), and `save` takes a condition (any, absent, or exactly
+//!   version *n*) and returns the new version ([`TaskStore::save_versioned`]); a condition that
+//!   does not hold is [`StoreError::Conflict`] with the version stored. `list` is newest status
+//!   timestamp first (ties by id), filters by `status_timestamp_after` (passed as RFC 3339
+//!   text), reports [`TaskPage::total_size`], and a query the component calls invalid (a page
+//!   token it did not make) is [`StoreError::InvalidQuery`]. The host checks the answers: a
+//!   version 0, a conflict the condition rules out, or a new version that is not the one the
+//!   condition implies (1 on absent, *n* + 1 on version *n*) is [`StoreError::Component`].
+//! - **0.1.0** ([`STORE_INTERFACE_0_1`], still loaded): `get`, `save`, `list`, `delete` as
+//!   before, and nothing is faked: versions ([`TaskStore::get_versioned`],
+//!   [`TaskStore::save_versioned`], and so [`TaskStore::save_if`]) and a `list` with
+//!   `status_timestamp_after` are [`StoreError::Unsupported`]; `list` reports no total size
+//!   (`None`), and 0.1 components list in id order, not newest first.
+//!
+//! Settings go to components that export the optional `config` interface: `durability`
+//! ([`WasmTaskStoreBuilder::durability`], always passed) and `lock-lease-ms`
+//! ([`WasmTaskStoreBuilder::lock_lease`], passed only when set).
+//!
 //! # What a store component can and cannot do
 //!
 //! The host grants a component exactly what its builder (or selector) grants, and nothing else:
@@ -27,38 +55,23 @@
 //!
 //! This crate is the sandbox host only: the trait, `Task` and the errors come from
 //! `toolnexus-core`, and `toolnexus::resolve_store` hands it every `wasm:` selector
-//! ([`builder_from_selector`]). Where to look: the instance pool and its limits in
-//! `pool.rs`, loading and checks in `load.rs`, the compiled cache in `cache.rs`.
+//! ([`builder_from_selector`]). Where to look: the two contract versions' bindings and calls in
+//! `contract.rs`, the instance pool and its limits in `pool.rs`, loading and checks in
+//! `load.rs`, the compiled cache in `cache.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use toolnexus_core::{
-    DEFAULT_DATA_DIR, Durability, Limit, ListQuery, StoreError, Task, TaskPage, TaskStore, check_id,
+    DEFAULT_DATA_DIR, Durability, Expect, Limit, ListQuery, StoreError, Task, TaskPage, TaskStore,
+    Timestamp, check_id,
 };
 use wasmtime::component::Linker;
 
-/// The contract's bindings, generated once for the world with every interface. Only `store`
-/// is required of a component; `config` and `catalog` are each looked up on their own and used
-/// when present.
-mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../../wit",
-        world: "full-task-store",
-    });
-}
-
-use bindings::exports::toolnexus::task_store::catalog::{
-    GuestIndices as CatalogIndices, ListQuery as WitListQuery,
-};
-use bindings::exports::toolnexus::task_store::config::GuestIndices as ConfigIndices;
-use bindings::exports::toolnexus::task_store::store::{
-    GuestIndices as StoreIndices, StoreError as WitError,
-};
-
 mod cache;
 mod clock;
+mod contract;
 mod links;
 mod load;
 pub mod message;
@@ -67,7 +80,9 @@ mod quota;
 mod selector;
 mod stderr_log;
 
+use contract::{Exports, ListArgs, VersionConflict, WitError};
 use load::{check_world, compile, engine};
+use message::sanitize;
 use pool::{Host, Inner, Instance};
 
 pub use cache::{CacheOutcome, default_cache_dir};
@@ -80,12 +95,78 @@ pub static FILE_STORE_COMPONENT: &[u8] =
 
 /// The package every store component must target.
 pub const STORE_PACKAGE: &str = "toolnexus:task-store";
-/// The exported interface every store component must provide, with the version this host speaks.
-pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.1.0";
-/// The optional settings interface a store component may export.
-pub const CONFIG_INTERFACE: &str = "toolnexus:task-store/config@0.1.0";
-/// The optional listing-and-deleting interface a store component may export.
-pub const CATALOG_INTERFACE: &str = "toolnexus:task-store/catalog@0.1.0";
+/// The exported interface every store component must provide, at the current version of the
+/// contract (0.2.0). Components that export [`STORE_INTERFACE_0_1`] instead load too
+/// ([`ContractVersion`]).
+pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.2.0";
+/// The optional settings interface a store component may export, at the current version.
+pub const CONFIG_INTERFACE: &str = "toolnexus:task-store/config@0.2.0";
+/// The optional listing-and-deleting interface a store component may export, at the current
+/// version.
+pub const CATALOG_INTERFACE: &str = "toolnexus:task-store/catalog@0.2.0";
+/// [`STORE_INTERFACE`] at the earlier version of the contract, 0.1.0, which this host still
+/// loads (without versions; see [`ContractVersion::V0_1`]).
+pub const STORE_INTERFACE_0_1: &str = "toolnexus:task-store/store@0.1.0";
+/// [`CONFIG_INTERFACE`] at contract 0.1.0.
+pub const CONFIG_INTERFACE_0_1: &str = "toolnexus:task-store/config@0.1.0";
+/// [`CATALOG_INTERFACE`] at contract 0.1.0.
+pub const CATALOG_INTERFACE_0_1: &str = "toolnexus:task-store/catalog@0.1.0";
+
+/// The version of the `toolnexus:task-store` contract a component targets, found when it is
+/// loaded from the `store` interface it exports (any semver-compatible patch version counts:
+/// `0.2.x` is 0.2, `0.1.x` is 0.1). A component that exports both is used as 0.2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ContractVersion {
+    /// `toolnexus:task-store@0.1.0`: `get`, `save`, and the optional `config` and `catalog`.
+    /// No versions: [`TaskStore::get_versioned`], [`TaskStore::save_versioned`] (and so
+    /// [`TaskStore::save_if`]) answer [`StoreError::Unsupported`], `list` cannot filter by
+    /// status timestamp (also unsupported) and reports no total size, and its components list
+    /// in id order, not newest first.
+    V0_1,
+    /// `toolnexus:task-store@0.2.0`, the current contract: everything [`TaskStore`] has.
+    V0_2,
+}
+
+impl ContractVersion {
+    /// Every version this host speaks, newest first.
+    pub const ALL: [ContractVersion; 2] = [ContractVersion::V0_2, ContractVersion::V0_1];
+
+    /// The contract's semver version, such as `0.2.0`.
+    pub fn version(self) -> &'static str {
+        match self {
+            ContractVersion::V0_1 => "0.1.0",
+            ContractVersion::V0_2 => "0.2.0",
+        }
+    }
+
+    /// The `store` interface of this version, such as [`STORE_INTERFACE`].
+    pub fn store_interface(self) -> &'static str {
+        match self {
+            ContractVersion::V0_1 => STORE_INTERFACE_0_1,
+            ContractVersion::V0_2 => STORE_INTERFACE,
+        }
+    }
+
+    /// The `catalog` interface of this version, such as [`CATALOG_INTERFACE`].
+    pub fn catalog_interface(self) -> &'static str {
+        match self {
+            ContractVersion::V0_1 => CATALOG_INTERFACE_0_1,
+            ContractVersion::V0_2 => CATALOG_INTERFACE,
+        }
+    }
+
+    /// Whether components of this version keep versions (compare-and-set).
+    pub fn has_versions(self) -> bool {
+        self == ContractVersion::V0_2
+    }
+}
+
+impl std::fmt::Display for ContractVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{STORE_PACKAGE}@{}", self.version())
+    }
+}
 
 /// The largest component compiled unless [`WasmTaskStoreBuilder::max_component_size`] says
 /// otherwise: 32 MiB, over twice the largest store we know of (a JavaScript engine, 12 MiB),
@@ -168,6 +249,7 @@ pub struct WasmTaskStoreBuilder {
     cache: CacheDir,
     memoize: bool,
     durability: Durability,
+    lock_lease: Option<Duration>,
     max_component_bytes: u64,
 }
 
@@ -236,7 +318,7 @@ impl WasmTaskStoreBuilder {
 
     /// The most the component's directory may hold (file lengths plus [`ENTRY_BYTES`] per
     /// entry); writes past it fail inside the guest and the call with
-    /// [`Limit::Disk`](toolnexus_core::Limit::Disk).
+    /// [`Limit::Disk`].
     pub fn disk_quota(mut self, bytes: u64) -> Self {
         self.limits.disk_quota_bytes = bytes;
         self
@@ -253,6 +335,17 @@ impl WasmTaskStoreBuilder {
     /// own behaviour. Default [`Durability::Full`].
     pub fn durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
+        self
+    }
+
+    /// For stores that lock a Task while saving it (the built-in file store does): how long a
+    /// lock left by a crashed writer stands before it is broken. Passed as the `lock-lease-ms`
+    /// setting (whole milliseconds, rounded down) to components that export the optional
+    /// `config` interface; others keep their own behaviour. Default: not passed, so the
+    /// component's own default applies (4 s for the built-in file store, which accepts 10 ms
+    /// to 1 h and refuses anything else, and then [`build`](Self::build) fails).
+    pub fn lock_lease(mut self, lease: Duration) -> Self {
+        self.lock_lease = Some(lease);
         self
     }
 
@@ -312,7 +405,7 @@ impl WasmTaskStoreBuilder {
         )
         .map_err(&load_err)?;
         let load = started.elapsed();
-        check_world(engine, &component).map_err(&load_err)?;
+        let version = check_world(engine, &component).map_err(&load_err)?;
 
         let mut linker = Linker::<Host>::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
@@ -325,15 +418,13 @@ impl WasmTaskStoreBuilder {
                 "it needs imports this host does not grant (only WASI is granted): {e:#}"
             ))
         })?;
-        let store_api = StoreIndices::new(&pre).map_err(|e| {
+        let exports = Exports::new(version, &pre).map_err(|e| {
             load_err(format!(
-                "not a component of the {STORE_PACKAGE} world: its exports do not match {STORE_INTERFACE}: {e:#}"
+                "not a component of the {STORE_PACKAGE} world: its exports do not match {}: {e:#}",
+                version.store_interface()
             ))
         })?;
-        // The optional exports: present or not, never an error by themselves.
-        let config = ConfigIndices::new(&pre).ok();
-        let catalog = CatalogIndices::new(&pre).ok();
-        let settings = vec![(
+        let mut settings = vec![(
             "durability".to_owned(),
             match self.durability {
                 Durability::Full => "full",
@@ -341,6 +432,10 @@ impl WasmTaskStoreBuilder {
             }
             .to_owned(),
         )];
+        if let Some(lease) = self.lock_lease {
+            let millis = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+            settings.push(("lock-lease-ms".to_owned(), millis.to_string()));
+        }
         // What the directory holds now, the start of the quota's count.
         let disk = if self.read_only {
             None
@@ -356,9 +451,7 @@ impl WasmTaskStoreBuilder {
             dir,
             disk,
             pre,
-            store_api,
-            config,
-            catalog,
+            exports,
             settings,
             read_only: self.read_only,
             forward_stderr: self.forward_stderr,
@@ -418,6 +511,7 @@ impl WasmTaskStore {
             cache: CacheDir::Default,
             memoize: true,
             durability: Durability::Full,
+            lock_lease: None,
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
         }
     }
@@ -451,7 +545,18 @@ impl WasmTaskStore {
 
     /// Whether the component exports the optional `catalog` interface (`list`, `delete`).
     pub fn supports_catalog(&self) -> bool {
-        self.inner.catalog.is_some()
+        self.inner.exports.has_catalog()
+    }
+
+    /// The version of the contract the component targets.
+    pub fn contract_version(&self) -> ContractVersion {
+        self.inner.exports.version()
+    }
+
+    /// Whether the component keeps versions ([`TaskStore::get_versioned`],
+    /// [`TaskStore::save_versioned`]): contract 0.2 components do, 0.1 ones do not.
+    pub fn supports_versions(&self) -> bool {
+        self.contract_version().has_versions()
     }
 
     fn require_catalog(&self, operation: &'static str) -> Result<(), StoreError> {
@@ -460,11 +565,27 @@ impl WasmTaskStore {
         }
         Err(StoreError::Unsupported {
             store: format!(
-                "store component {} (it does not export {CATALOG_INTERFACE})",
-                self.inner.name
+                "store component {} (it does not export {})",
+                self.inner.name,
+                self.contract_version().catalog_interface()
             ),
             operation,
         })
+    }
+
+    /// `operation` is something only contract 0.2 components can do.
+    fn require_0_2(&self, operation: &'static str) -> Result<(), StoreError> {
+        match self.contract_version() {
+            ContractVersion::V0_2 => Ok(()),
+            old => Err(StoreError::Unsupported {
+                store: format!(
+                    "store component {} (it targets {old}, without {operation}, which came in {})",
+                    self.inner.name,
+                    ContractVersion::V0_2
+                ),
+                operation,
+            }),
+        }
     }
 
     /// What the component's directory holds, as the disk quota counts it (file lengths plus
@@ -524,15 +645,18 @@ impl WasmTaskStore {
     }
 }
 
-#[async_trait::async_trait]
-impl TaskStore for WasmTaskStore {
-    async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+impl WasmTaskStore {
+    /// `get`, its answer checked: the Task asked for, no larger than the limit, and from a 0.2
+    /// component its version (never 0); `None` as the version from a 0.1 component.
+    async fn get_checked(&self, id: &str) -> Result<Option<(Task, Option<u64>)>, StoreError> {
         check_id(id)?;
         let id_owned = id.to_owned();
-        let text = self
-            .call(move |i| i.api.call_get(&mut i.store, &id_owned))
+        let found = self
+            .call(move |i| i.api.get(&mut i.store, &id_owned))
             .await?;
-        let Some(text) = text else { return Ok(None) };
+        let Some((text, version)) = found else {
+            return Ok(None);
+        };
         let max = self.inner.limits.max_task_bytes;
         if text.len() > max {
             return Err(self.inner.limit_error(Limit::AnswerSize {
@@ -552,44 +676,184 @@ impl TaskStore for WasmTaskStore {
                 task.id()
             )));
         }
-        Ok(Some(task))
+        if version == Some(0) {
+            return Err(self.inner.component_error(format!(
+                "get({id:?}) returned version 0 (versions start at 1)"
+            )));
+        }
+        Ok(Some((task, version)))
     }
 
-    async fn save(&self, task: &Task) -> Result<(), StoreError> {
+    /// `save` on the condition `expect` (only [`Expect::Any`] for a 0.1 component), its answer
+    /// checked: the new version from a 0.2 component (`None` from a 0.1 one), or
+    /// [`StoreError::Conflict`].
+    async fn save_checked(&self, task: &Task, expect: Expect) -> Result<Option<u64>, StoreError> {
+        let id = task.id().to_owned();
         let size = task.as_json().len();
         let max = self.inner.limits.max_task_bytes;
         if size > max {
-            return Err(StoreError::TaskTooLarge {
-                id: task.id().to_owned(),
-                size,
-                max,
-            });
+            return Err(StoreError::TaskTooLarge { id, size, max });
         }
         let task = task.clone(); // shares the document; no copy
-        self.call(move |i| i.api.call_save(&mut i.store, task.as_json()))
-            .await
+        // A conflict is an answer, not a failure: it comes back apart from the errors.
+        let answer = self
+            .call(move |i| {
+                Ok(match i.api.save(&mut i.store, task.as_json(), expect)? {
+                    Ok(version) => Ok(Ok(version)),
+                    Err(WitError::Conflict(conflict)) => Ok(Err(conflict)),
+                    Err(e) => Err(e),
+                })
+            })
+            .await?;
+        let version = match answer {
+            Ok(version) => version,
+            Err(conflict) => return Err(self.conflict_error(id, expect, conflict)),
+        };
+        if let Some(version) = version {
+            let expected = match expect {
+                Expect::Any => (1..=u64::MAX).contains(&version),
+                Expect::Absent => version == 1,
+                Expect::Version(v) => version == v.saturating_add(1),
+            };
+            if !expected {
+                return Err(self.inner.component_error(format!(
+                    "save of {id:?} expecting {expect} returned version {version} \
+                     (a first save is version 1, each later one the version before plus one)"
+                )));
+            }
+        }
+        Ok(version)
     }
 
+    /// A `conflict` answer to a save expecting `expected`, as [`StoreError::Conflict`]; a
+    /// conflict the condition rules out (none can arise for [`Expect::Any`], or the version it
+    /// reports is the one expected) is a component error.
+    fn conflict_error(
+        &self,
+        id: String,
+        expected: Expect,
+        conflict: VersionConflict,
+    ) -> StoreError {
+        let current = conflict.current;
+        let possible = current != Some(0)
+            && match expected {
+                Expect::Any => false,
+                Expect::Absent => current.is_some(),
+                Expect::Version(v) => current != Some(v),
+            };
+        if !possible {
+            let stored = match current {
+                Some(v) => format!("version {v}"),
+                None => "no task".to_owned(),
+            };
+            return self.inner.component_error(format!(
+                "save of {id:?} expecting {expected} answered a conflict with {stored} stored, \
+                 which that condition cannot conflict with: {}",
+                sanitize(&conflict.message)
+            ));
+        }
+        StoreError::Conflict {
+            id,
+            expected,
+            current,
+        }
+    }
+}
+
+/// A status timestamp as RFC 3339 text for a component.
+fn rfc3339(at: Timestamp) -> Result<String, StoreError> {
+    time::OffsetDateTime::from_unix_timestamp_nanos(at.unix_nanos())
+        .map_err(|e| e.to_string())
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .map_err(|e| e.to_string())
+        })
+        .map_err(|e| StoreError::InvalidQuery {
+            reason: format!("status-timestamp-after cannot be written as RFC 3339: {e}"),
+        })
+}
+
+#[async_trait::async_trait]
+impl TaskStore for WasmTaskStore {
+    async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+        Ok(self.get_checked(id).await?.map(|(task, _)| task))
+    }
+
+    async fn save(&self, task: &Task) -> Result<(), StoreError> {
+        self.save_checked(task, Expect::Any).await.map(|_| ())
+    }
+
+    /// From a contract 0.2 component; a 0.1 component has no versions, and this answers
+    /// [`StoreError::Unsupported`] (operation `versions`).
+    async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
+        self.require_0_2("versions")?;
+        match self.get_checked(id).await? {
+            None => Ok(None),
+            Some((task, Some(version))) => Ok(Some((task, version))),
+            Some((_, None)) => unreachable!("a contract 0.2 component's get answers a version"),
+        }
+    }
+
+    /// By a contract 0.2 component's conditional `save`; a 0.1 component has no versions, and
+    /// this answers [`StoreError::Unsupported`] (operation `versions`).
+    async fn save_versioned(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
+        self.require_0_2("versions")?;
+        match self.save_checked(task, expect).await? {
+            Some(version) => Ok(version),
+            None => unreachable!("a contract 0.2 component's save answers a version"),
+        }
+    }
+
+    /// A contract 0.2 component lists newest status timestamp first and reports the total
+    /// size; a 0.1 component lists in id order, reports no total size (`None`), and answers
+    /// [`StoreError::Unsupported`] for a query with `status_timestamp_after`.
     async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
         self.require_catalog("list")?;
-        let wit_query = WitListQuery {
+        let version = self.contract_version();
+        let status_timestamp_after = match query.status_timestamp_after {
+            None => None,
+            Some(at) => {
+                self.require_0_2("list filter status-timestamp-after")?;
+                Some(rfc3339(at)?)
+            }
+        };
+        let args = ListArgs {
             context_id: query.context_id.clone(),
             state: query.state.clone(),
+            status_timestamp_after,
             page_size: u32::try_from(query.limit()).unwrap_or(u32::MAX),
             page_token: query.page_token.clone(),
         };
-        let page = self
+        // From 0.2 on, `invalid-input` to `list` is the query's fault (a page token the store
+        // did not make): it comes back apart from the other errors.
+        let answer = self
             .call(move |i| {
-                let catalog = i.catalog.as_ref().expect("checked by require_catalog");
-                catalog.call_list(&mut i.store, &wit_query)
+                Ok(match i.api.list(&mut i.store, args)? {
+                    Ok(page) => Ok(Ok(page)),
+                    Err(WitError::InvalidInput(reason)) if version == ContractVersion::V0_2 => {
+                        Ok(Err(reason))
+                    }
+                    Err(e) => Err(e),
+                })
             })
             .await?;
+        let page = answer.map_err(|reason| StoreError::InvalidQuery {
+            reason: sanitize(&reason),
+        })?;
         let limits = self.inner.limits;
         if page.tasks.len() > query.limit() {
             return Err(self.inner.component_error(format!(
                 "list returned {} Tasks for a page of {}",
                 page.tasks.len(),
                 query.limit()
+            )));
+        }
+        if let Some(total) = page.total_size
+            && total < page.tasks.len() as u64
+        {
+            return Err(self.inner.component_error(format!(
+                "list returned {} Tasks and a total size of {total}",
+                page.tasks.len()
             )));
         }
         let mut tasks = Vec::with_capacity(page.tasks.len());
@@ -609,6 +873,7 @@ impl TaskStore for WasmTaskStore {
         Ok(TaskPage {
             tasks,
             next_page_token: page.next_page_token,
+            total_size: page.total_size,
         })
     }
 
@@ -616,11 +881,7 @@ impl TaskStore for WasmTaskStore {
         check_id(id)?;
         self.require_catalog("delete")?;
         let id = id.to_owned();
-        self.call(move |i| {
-            let catalog = i.catalog.as_ref().expect("checked by require_catalog");
-            catalog.call_delete(&mut i.store, &id)
-        })
-        .await
+        self.call(move |i| i.api.delete(&mut i.store, &id)).await
     }
 
     fn describe(&self) -> String {

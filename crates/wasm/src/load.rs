@@ -1,9 +1,10 @@
 //! Loading a component: read its bytes, then the compiled form from this process's memo, the
 //! disk cache ([`crate::cache`]) or Cranelift, and check that it is a component of our world at
-//! a version this host speaks, before anything is instantiated.
+//! a version this host speaks (0.2 or 0.1: which one decides how it is called), before anything
+//! is instantiated.
 
 use crate::cache::{self, CacheOutcome};
-use crate::{ComponentSource, EPOCH_TICK, FILE_STORE_COMPONENT, STORE_INTERFACE, STORE_PACKAGE};
+use crate::{ComponentSource, ContractVersion, EPOCH_TICK, FILE_STORE_COMPONENT, STORE_PACKAGE};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::Path;
@@ -129,30 +130,46 @@ pub(crate) fn check_header(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
-/// Refuses components that export our interface at a version this host does not speak, with a
-/// message that says so (rather than a generic "missing export").
-pub(crate) fn check_world(engine: &Engine, component: &Component) -> Result<(), String> {
+/// Which version of the contract the component targets ([`ContractVersion`]), from the `store`
+/// interface it exports: one semver-compatible with a version this host speaks (the newest
+/// when it exports several). Refuses components that export our interface only at versions
+/// this host does not speak, with a message that says so and names the versions it speaks
+/// (rather than a generic "missing export").
+pub(crate) fn check_world(
+    engine: &Engine,
+    component: &Component,
+) -> Result<ContractVersion, String> {
     let ty = component.component_type();
     let exports: Vec<String> = ty
         .exports(engine)
         .map(|(name, _)| name.to_owned())
         .collect();
-    if exports.iter().any(|name| name == STORE_INTERFACE) {
-        return Ok(());
-    }
     let prefix = format!("{STORE_PACKAGE}/store@");
-    if let Some(other) = exports.iter().find(|name| name.starts_with(&prefix)) {
-        // wasmtime accepts semver-compatible versions (0.1.x for 0.1.0); anything else is not ours.
-        let ours = semver_compatible(
-            other.trim_start_matches(&prefix),
-            STORE_INTERFACE.trim_start_matches(&prefix),
-        );
-        if !ours {
-            return Err(format!(
-                "it exports {other}, a version of the {STORE_PACKAGE} contract incompatible with {STORE_INTERFACE} that this host speaks"
-            ));
+    let theirs: Vec<&str> = exports
+        .iter()
+        .filter_map(|name| name.strip_prefix(&prefix))
+        .collect();
+    // wasmtime links semver-compatible versions (0.2.x for 0.2.0); anything else is not ours.
+    for version in ContractVersion::ALL {
+        if theirs
+            .iter()
+            .any(|theirs| semver_compatible(theirs, version.version()))
+        {
+            return Ok(version);
         }
-        return Ok(());
+    }
+    let spoken = |conjunction: &str| {
+        ContractVersion::ALL
+            .map(ContractVersion::store_interface)
+            .join(conjunction)
+    };
+    if !theirs.is_empty() {
+        let other: Vec<String> = theirs.iter().map(|v| format!("{prefix}{v}")).collect();
+        return Err(format!(
+            "it exports {}, a version of the {STORE_PACKAGE} contract incompatible with both that this host speaks ({})",
+            other.join(", "),
+            spoken(" and ")
+        ));
     }
     let shown = if exports.is_empty() {
         "nothing".to_owned()
@@ -160,7 +177,8 @@ pub(crate) fn check_world(engine: &Engine, component: &Component) -> Result<(), 
         exports.join(", ")
     };
     Err(format!(
-        "not a component of the {STORE_PACKAGE} world: it must export {STORE_INTERFACE}, but exports {shown}"
+        "not a component of the {STORE_PACKAGE} world: it must export {}, but exports {shown}",
+        spoken(" or ")
     ))
 }
 

@@ -3,14 +3,8 @@
 //! trapped or hit a limit, in which case it is dropped and never reused. At most
 //! `max_instances` exist at once (the semaphore in [`Inner`]).
 
-use crate::bindings::exports::toolnexus::task_store::catalog::{
-    Guest as CatalogApi, GuestIndices as CatalogIndices,
-};
-use crate::bindings::exports::toolnexus::task_store::config::GuestIndices as ConfigIndices;
-use crate::bindings::exports::toolnexus::task_store::store::{
-    Guest as StoreApi, GuestIndices as StoreIndices, StoreError as WitError,
-};
 use crate::clock::{CallDeadline, GuestClock};
+use crate::contract::{Api, Exports, WitError};
 use crate::message::sanitize;
 use crate::quota::{DiskQuota, QuotaHandle};
 use crate::{EPOCH_TICK, Limits, stderr_log};
@@ -29,9 +23,9 @@ pub(crate) struct Inner {
     /// The disk quota's count for a read-write directory ([`crate::quota`]).
     pub(crate) disk: Option<Arc<DiskQuota>>,
     pub(crate) pre: InstancePre<Host>,
-    pub(crate) store_api: StoreIndices,
-    pub(crate) config: Option<ConfigIndices>,
-    pub(crate) catalog: Option<CatalogIndices>,
+    /// The component's exports, of the contract version it targets.
+    pub(crate) exports: Exports,
+    /// Passed to `config.configure` of every fresh instance, if the component exports it.
     pub(crate) settings: Vec<(String, String)>,
     pub(crate) read_only: bool,
     pub(crate) forward_stderr: bool,
@@ -47,8 +41,7 @@ pub(crate) struct Inner {
 
 pub(crate) struct Instance {
     pub(crate) store: Store<Host>,
-    pub(crate) api: StoreApi,
-    pub(crate) catalog: Option<CatalogApi>,
+    pub(crate) api: Api,
 }
 
 impl Instance {
@@ -247,11 +240,7 @@ impl Inner {
             return Err(self.limit_error(Limit::Disk(disk.limit)));
         }
         match setup {
-            Ok(Ok((api, catalog))) => Ok(Instance {
-                store,
-                api,
-                catalog,
-            }),
+            Ok(Ok(api)) => Ok(Instance { store, api }),
             Ok(Err(refused)) => {
                 Err(self.component_error(format!("refused its settings: {}", sanitize(&refused))))
             }
@@ -266,23 +255,9 @@ impl Inner {
 
     /// Instantiates and, if the component exports `config`, configures it. The inner `Err` is
     /// the component refusing its settings.
-    pub(crate) fn setup(
-        &self,
-        store: &mut Store<Host>,
-    ) -> wasmtime::Result<Result<(StoreApi, Option<CatalogApi>), String>> {
+    pub(crate) fn setup(&self, store: &mut Store<Host>) -> wasmtime::Result<Result<Api, String>> {
         let instance = self.pre.instantiate(&mut *store)?;
-        let api = self.store_api.load(&mut *store, &instance)?;
-        if let Some(config) = &self.config {
-            let config = config.load(&mut *store, &instance)?;
-            if let Err(refused) = config.call_configure(&mut *store, &self.settings)? {
-                return Ok(Err(refused));
-            }
-        }
-        let catalog = match &self.catalog {
-            Some(indices) => Some(indices.load(&mut *store, &instance)?),
-            None => None,
-        };
-        Ok(Ok((api, catalog)))
+        self.exports.setup(store, &instance, &self.settings)
     }
 
     pub(crate) fn take_idle(&self) -> Option<Instance> {
@@ -358,6 +333,12 @@ impl Inner {
                 std::io::Error::other(sanitize(&msg)),
             ),
             WitError::Other(msg) => self.component_error(sanitize(&msg)),
+            // Only a conditional `save` can conflict, and its caller takes that answer before
+            // it gets here ([`crate::WasmTaskStore::save_versioned`]).
+            WitError::Conflict(conflict) => self.component_error(format!(
+                "answered \"conflict\" to a call that has no condition: {}",
+                sanitize(&conflict.message)
+            )),
         }
     }
 }

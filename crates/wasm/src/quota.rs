@@ -98,7 +98,13 @@ fn usage(dir: &Path) -> std::io::Result<u64> {
     while let Some(dir) = pending.pop() {
         for entry in std::fs::read_dir(&dir)? {
             let entry = entry?;
-            let meta = entry.metadata()?; // never follows a link
+            // Never follows a link. An entry gone since the listing (another writer's temp
+            // file renamed into place, say) holds nothing.
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
             total = total
                 .saturating_add(ENTRY_BYTES)
                 .saturating_add(if meta.is_file() { meta.len() } else { 0 });

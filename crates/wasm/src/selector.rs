@@ -3,12 +3,17 @@
 //! selector here; this backend alone knows its options.
 
 use crate::{CacheDir, ComponentSource, WasmTaskStore, WasmTaskStoreBuilder};
+use std::ops::RangeInclusive;
 use std::path::PathBuf;
+use std::time::Duration;
 use toolnexus_core::options::{parse_bool, parse_duration, parse_query, parse_size};
 use toolnexus_core::{Durability, StoreError};
 
 /// The component path that names the file-store component embedded in this crate.
 pub const BUILTIN_COMPONENT: &str = "builtin";
+
+/// The lock leases a `lease-ms` option accepts, in milliseconds.
+const LEASE_MS: RangeInclusive<u64> = 10..=3_600_000;
 
 /// The options a `wasm:` selector accepts after `?`.
 pub const WASM_OPTIONS: &[&str] = &[
@@ -19,6 +24,7 @@ pub const WASM_OPTIONS: &[&str] = &[
     "max-task",
     "instances",
     "durability",
+    "lease-ms",
     "stderr",
     "cache",
     "quota",
@@ -28,8 +34,10 @@ pub const WASM_OPTIONS: &[&str] = &[
 /// The builder a `wasm:` selector describes, not yet built (nothing is read or compiled here):
 /// `wasm:<path>` or `wasm:builtin`, then options ([`WASM_OPTIONS`]): `dir=<dir>`,
 /// `readonly=true`, `memory=64MiB`, `timeout=5s`, `max-task=16MiB`, `instances=8`,
-/// `durability=full|relaxed`, `stderr=log|off`, `cache=<dir>|off`, `quota=1GiB`, `max-component=32MiB`. Option values are
-/// percent-decoded. Anything else is a [`StoreError::InvalidSelector`] naming what is wrong.
+/// `durability=full|relaxed`, `lease-ms=10000` (the component's lock lease in whole
+/// milliseconds, 10 to 3,600,000; [`WasmTaskStoreBuilder::lock_lease`]; not passed unless
+/// given), `stderr=log|off`, `cache=<dir>|off`, `quota=1GiB`, `max-component=32MiB`. Option
+/// values are percent-decoded. Anything else is a [`StoreError::InvalidSelector`] naming what is wrong.
 pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, StoreError> {
     let invalid = |reason: &str| StoreError::InvalidSelector {
         selector: selector.to_owned(),
@@ -83,6 +91,15 @@ pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, Sto
                 "relaxed" => builder.durability(Durability::Relaxed),
                 _ => return Err(bad("full or relaxed")),
             },
+            "lease-ms" => builder.lock_lease(Duration::from_millis(
+                value
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|ms| LEASE_MS.contains(ms))
+                    .ok_or_else(|| {
+                        bad("a whole number of milliseconds from 10 to 3600000, like 10000")
+                    })?,
+            )),
             "stderr" => match value.as_str() {
                 "log" => builder.forward_stderr(true),
                 "off" => builder.forward_stderr(false),
@@ -102,4 +119,37 @@ pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, Sto
         };
     }
     Ok(builder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lease_ms_sets_the_lock_lease() {
+        let builder = builder_from_selector("wasm:builtin?lease-ms=2500").unwrap();
+        assert_eq!(builder.lock_lease, Some(Duration::from_millis(2500)));
+        let builder = builder_from_selector("wasm:builtin").unwrap();
+        assert_eq!(builder.lock_lease, None, "not passed unless given");
+        for ms in ["10", "3600000"] {
+            let builder = builder_from_selector(&format!("wasm:builtin?lease-ms={ms}")).unwrap();
+            assert_eq!(
+                builder.lock_lease,
+                Some(Duration::from_millis(ms.parse().unwrap()))
+            );
+        }
+    }
+
+    #[test]
+    fn bad_lease_ms_values_are_refused_naming_the_option() {
+        for bad in ["9", "3600001", "0", "-5", "1.5", "10s", "", "abc"] {
+            match builder_from_selector(&format!("wasm:builtin?lease-ms={bad}")) {
+                Err(StoreError::InvalidSelector { reason, .. }) => {
+                    assert!(reason.contains("\"lease-ms\""), "{bad}: {reason}");
+                    assert!(reason.contains("milliseconds"), "{bad}: {reason}");
+                }
+                other => panic!("{bad}: expected InvalidSelector, got {other:?}"),
+            }
+        }
+    }
 }

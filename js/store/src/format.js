@@ -14,6 +14,15 @@ const HASHED_PREFIX_MAX = MAX_FILE_NAME - EXTENSION.length - 1 - 64;
 export const TEMP_PREFIX = '.tmp-';
 /** A temp file older than this (milliseconds) is a crashed writer's leftover. */
 export const STALE_TEMP_AGE_MS = 60 * 60 * 1000;
+/** The largest Task file read; a larger one is corrupt, never read into memory. */
+export const MAX_TASK_FILE_BYTES = 64 * 1024 * 1024;
+/**
+ * How long (milliseconds) a writer's lock on one Task stands before another writer may break
+ * it; `configure(lock-lease-ms)` changes it. A writer gives up a save after half of it.
+ */
+export const DEFAULT_LOCK_LEASE_MS = 4_000;
+export const MIN_LOCK_LEASE_MS = 10;
+export const MAX_LOCK_LEASE_MS = 3_600_000;
 /** Page size when the query says 0, and the most a page ever holds. */
 export const DEFAULT_PAGE_SIZE = 50;
 export const MAX_PAGE_SIZE = 1000;
@@ -21,11 +30,16 @@ export const MAX_PAGE_SIZE = 1000;
 const HEX_UPPER = '0123456789ABCDEF';
 const utf8Encoder = new TextEncoder();
 
-/** An error with a WIT `store-error` case: `invalid-input`, `corrupt`, `io` or `other`. */
+/**
+ * An error with a WIT `store-error` case: `invalid-input`, `corrupt`, `io`, `conflict` or
+ * `other`. A `conflict` also carries `current`, the stored version (a BigInt, or `null` when
+ * there is no Task).
+ */
 export class StoreError extends Error {
-  constructor(tag, message) {
+  constructor(tag, message, current = null) {
     super(message);
     this.tag = tag;
+    this.current = current;
   }
 }
 
@@ -188,40 +202,461 @@ function isObject(value) {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-/** A WIT `list-query` with its defaults applied. */
+// --- Versions (crates/format/src/dir.rs: `Record`, `Stamp`, `side_names`) ---
+
+/** The largest u64, where a version counter stops (saturates). */
+export const U64_MAX = (1n << 64n) - 1n;
+const I64_MIN = -(1n << 63n);
+const I64_MAX = (1n << 63n) - 1n;
+/** A version record longer than this is not read past it (and so does not parse). */
+export const MAX_RECORD_BYTES = 256;
+
+/** The names beside the Task file `<stem>.json`: its version record and its lock. */
+export function sideNames(taskFile) {
+  const stem = taskFile.endsWith(EXTENSION) ? taskFile.slice(0, -EXTENSION.length) : taskFile;
+  return { record: `.~${stem}.v`, lock: `.~${stem}.l` };
+}
+
+/** The text of a version record: `{"format":1,"version":N,"size":S,"mtime_ns":M}` + newline. */
+export function recordText({ version, size, mtimeNs }) {
+  return `{"format":1,"version":${version},"size":${size},"mtime_ns":${mtimeNs}}\n`;
+}
+
+/**
+ * Parses a version record as the Rust store does (serde_json, any key order, the last of
+ * duplicate keys wins, other members ignored): `{ version, size, mtimeNs }` as BigInts, or
+ * `null` for anything that is not a readable record of format 1.
+ */
+export function parseRecord(text) {
+  let value;
+  try {
+    value = parseJsonRawNumbers(text);
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value) || value instanceof RawNumber) {
+    return null;
+  }
+  const u64 = (v) => {
+    if (!(v instanceof RawNumber) || !/^(0|[1-9][0-9]*)$/.test(v.raw)) return null;
+    const n = BigInt(v.raw);
+    return n <= U64_MAX ? n : null;
+  };
+  const i64 = (v) => {
+    if (!(v instanceof RawNumber) || !/^-?(0|[1-9][0-9]*)$/.test(v.raw)) return null;
+    const n = BigInt(v.raw);
+    return n >= I64_MIN && n <= I64_MAX ? n : null;
+  };
+  if (u64(value.get('format')) !== 1n) return null;
+  const version = u64(value.get('version'));
+  const size = u64(value.get('size'));
+  const mtimeNs = i64(value.get('mtime_ns'));
+  if (version === null || size === null || mtimeNs === null) return null;
+  return { version, size, mtimeNs };
+}
+
+/**
+ * The version of a Task file with this stamp (`{ size, mtimeNs }`), given the record (if any)
+ * read before it: the record's version if it describes this file, one past it if not (a
+ * writer crashed between its two renames, or one that knows nothing of versions wrote it), 1
+ * if there is no record.
+ */
+export function versionOf(record, stamp) {
+  if (record === null || record === undefined) return 1n;
+  if (record.size === stamp.size && record.mtimeNs === stamp.mtimeNs) return record.version;
+  return record.version < U64_MAX ? record.version + 1n : U64_MAX;
+}
+
+/** A JSON number kept as its text, so u64 and i64 values survive exactly. */
+class RawNumber {
+  constructor(raw) {
+    this.raw = raw;
+  }
+}
+
+/**
+ * A strict JSON parser (RFC 8259) for small texts whose numbers must stay exact: objects become
+ * `Map`s (the last duplicate wins), numbers `RawNumber`s. Whitespace may surround the value.
+ */
+function parseJsonRawNumbers(text) {
+  let i = 0;
+  const fail = () => {
+    throw new Error(`invalid JSON at ${i}`);
+  };
+  const ws = () => {
+    while (i < text.length && ' \t\n\r'.includes(text[i])) i++;
+  };
+  const string = () => {
+    // The text between the quotes, escapes and all, is valid JSON string text: let JSON.parse
+    // decode it after checking where it ends.
+    const start = i;
+    i++;
+    for (;;) {
+      if (i >= text.length) fail();
+      const c = text.charCodeAt(i);
+      if (c === 0x22) break;
+      if (c < 0x20) fail();
+      if (c === 0x5c) {
+        const e = text[i + 1];
+        if (e === 'u') {
+          if (!/^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) fail();
+          i += 6;
+        } else if ('"\\/bfnrt'.includes(e) && e !== undefined) {
+          i += 2;
+        } else {
+          fail();
+        }
+      } else {
+        i++;
+      }
+    }
+    i++;
+    return JSON.parse(text.slice(start, i));
+  };
+  const value = (depth) => {
+    if (depth > 32) fail();
+    ws();
+    const c = text[i];
+    if (c === '{') {
+      i++;
+      const map = new Map();
+      ws();
+      if (text[i] === '}') {
+        i++;
+        return map;
+      }
+      for (;;) {
+        ws();
+        if (text[i] !== '"') fail();
+        const key = string();
+        ws();
+        if (text[i] !== ':') fail();
+        i++;
+        map.set(key, value(depth + 1));
+        ws();
+        if (text[i] === ',') {
+          i++;
+        } else if (text[i] === '}') {
+          i++;
+          return map;
+        } else {
+          fail();
+        }
+      }
+    }
+    if (c === '[') {
+      i++;
+      const list = [];
+      ws();
+      if (text[i] === ']') {
+        i++;
+        return list;
+      }
+      for (;;) {
+        list.push(value(depth + 1));
+        ws();
+        if (text[i] === ',') {
+          i++;
+        } else if (text[i] === ']') {
+          i++;
+          return list;
+        } else {
+          fail();
+        }
+      }
+    }
+    if (c === '"') return string();
+    for (const [word, v] of [['true', true], ['false', false], ['null', null]]) {
+      if (text.startsWith(word, i)) {
+        i += word.length;
+        return v;
+      }
+    }
+    const m = /^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/.exec(text.slice(i, i + 400));
+    if (!m || m[0] === '' || m[0] === '-') fail();
+    i += m[0].length;
+    return new RawNumber(m[0]);
+  };
+  const result = value(0);
+  ws();
+  if (i !== text.length) fail();
+  return result;
+}
+
+// --- Timestamps (RFC 3339, as the Rust `time` crate parses them) ---
+
+const RFC3339 =
+  /^([0-9]{4})-([0-9]{2})-([0-9]{2})[\x00-\x7f]([0-9]{2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]+))?(?:[Zz]|([+-])([0-9]{2}):([0-9]{2}))$/;
+
+function isLeapYear(y) {
+  return y % 4 === 0 && (y % 100 !== 0 || y % 400 === 0);
+}
+
+function daysInMonth(y, m) {
+  return [31, isLeapYear(y) ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][m - 1];
+}
+
+/** Days since 1970-01-01 of a proleptic Gregorian date (any year). */
+function daysFromCivil(y, m, d) {
+  const yy = m <= 2 ? y - 1 : y;
+  const era = Math.floor(yy / 400);
+  const yoe = yy - era * 400;
+  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1;
+  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy;
+  return era * 146097 + doe - 719468;
+}
+
+/** The civil date of a day number from `daysFromCivil`. */
+function civilFromDays(z) {
+  z += 719468;
+  const era = Math.floor(z / 146097);
+  const doe = z - era * 146097;
+  const yoe = Math.floor((doe - Math.floor(doe / 1460) + Math.floor(doe / 36524) - Math.floor(doe / 146096)) / 365);
+  const doy = doe - (365 * yoe + Math.floor(yoe / 4) - Math.floor(yoe / 100));
+  const mp = Math.floor((5 * doy + 2) / 153);
+  const d = doy - Math.floor((153 * mp + 2) / 5) + 1;
+  const m = mp < 10 ? mp + 3 : mp - 9;
+  return { y: yoe + era * 400 + (m <= 2 ? 1 : 0), m, d };
+}
+
+/**
+ * Parses RFC 3339 text to nanoseconds since the Unix epoch (a BigInt), with exactly the rules
+ * of the `time` crate the Rust stores use: a 4-digit year, any one-byte date/time separator,
+ * fraction digits past the ninth ignored, `Z` in either case, offsets up to ±23:59, a leap
+ * second (`:60`) only as the last second of a month in UTC, read as 23:59:59.999999999.
+ * Throws an `Error` saying what is wrong.
+ */
+export function parseTimestamp(text) {
+  const m = typeof text === 'string' ? RFC3339.exec(text) : null;
+  if (!m) throw new Error('not of the form YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)');
+  const [year, month, day, hour, minute] = m.slice(1, 6).map(Number);
+  let second = Number(m[6]);
+  let nanos = m[7] ? Number(m[7].slice(0, 9).padEnd(9, '0')) : 0;
+  let offset = 0;
+  if (m[8]) {
+    const oh = Number(m[9]);
+    const om = Number(m[10]);
+    if (oh > 23) throw new Error('offset hour out of range');
+    if (om > 59) throw new Error('offset minute out of range');
+    offset = (m[8] === '-' ? -1 : 1) * (oh * 3600 + om * 60);
+  }
+  const leap = second === 60;
+  if (leap) {
+    second = 59;
+    nanos = 999_999_999;
+  }
+  if (month < 1 || month > 12) throw new Error('month out of range');
+  if (day < 1 || day > daysInMonth(year, month)) throw new Error('day out of range');
+  if (hour > 23) throw new Error('hour out of range');
+  if (minute > 59) throw new Error('minute out of range');
+  if (second > 59) throw new Error('second out of range');
+  const secs = daysFromCivil(year, month, day) * 86400 + hour * 3600 + minute * 60 + second - offset;
+  if (leap) {
+    const utcDay = Math.floor(secs / 86400);
+    const inDay = secs - utcDay * 86400;
+    const utc = civilFromDays(utcDay);
+    if (inDay !== 86399 || utc.d !== daysInMonth(utc.y, utc.m)) {
+      throw new Error('a leap second must be the last second of a month in UTC');
+    }
+  }
+  return BigInt(secs) * 1_000_000_000n + BigInt(nanos);
+}
+
+/** The status timestamp (`status.timestamp`) of a parsed Task in nanoseconds, or `null`. */
+export function timestampOf(task) {
+  const status = task.status;
+  if (!isObject(status) || typeof status.timestamp !== 'string') return null;
+  try {
+    return parseTimestamp(status.timestamp);
+  } catch {
+    return null;
+  }
+}
+
+// --- Listing order and page tokens (crates/format/src/query.rs) ---
+
+/** The longest page token decoded; anything longer is not one of ours. */
+export const MAX_PAGE_TOKEN = 4096;
+
+/**
+ * Compares sort keys `{ timestamp, id }` in list order: the newest status timestamp first, ties
+ * by id (by UTF-8 bytes), Tasks without a timestamp (`null`) after all others.
+ */
+export function compareKeys(a, b) {
+  if (a.timestamp !== b.timestamp) {
+    if (a.timestamp === null) return 1;
+    if (b.timestamp === null) return -1;
+    return a.timestamp > b.timestamp ? -1 : 1;
+  }
+  return compareIds(a.id, b.id);
+}
+
+const B64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+function base64UrlEncode(bytes) {
+  let out = '';
+  for (let i = 0; i < bytes.length; i += 3) {
+    const n = (bytes[i] << 16) | ((bytes[i + 1] ?? 0) << 8) | (bytes[i + 2] ?? 0);
+    const chars = Math.min(4, Math.ceil(((bytes.length - i) * 8) / 6));
+    for (let k = 0; k < chars; k++) out += B64URL[(n >> (18 - 6 * k)) & 63];
+  }
+  return out;
+}
+
+/** Strict base64url without padding (non-zero trailing bits refused): bytes or `null`. */
+function base64UrlDecode(text) {
+  if (text.length % 4 === 1) return null;
+  const out = new Uint8Array(Math.floor((text.length * 6) / 8));
+  let bits = 0;
+  let acc = 0;
+  let at = 0;
+  for (let i = 0; i < text.length; i++) {
+    const v = B64URL.indexOf(text[i]);
+    if (v < 0) return null;
+    acc = ((acc << 6) | v) & 0xffffff;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[at++] = (acc >> bits) & 0xff;
+    }
+  }
+  if ((acc & ((1 << bits) - 1)) !== 0) return null;
+  return out;
+}
+
+/**
+ * The opaque page token continuing after the key `{ timestamp, id }`: base64url (no padding) of
+ * the JSON `[timestamp in ns as a decimal string, or null, id]`, the Rust stores' own token, so
+ * a token from either store works with the other.
+ */
+export function encodePageToken(key) {
+  const timestamp = key.timestamp === null ? null : key.timestamp.toString();
+  return base64UrlEncode(utf8(JSON.stringify([timestamp, key.id])));
+}
+
+/** Reads a page token made by `encodePageToken`; anything else is `invalid-input`. */
+export function decodePageToken(token) {
+  const shown = JSON.stringify([...token].slice(0, 64).join(''));
+  const bad = (reason) => new StoreError('invalid-input', `invalid page token: ${reason} (${shown})`);
+  if (utf8(token).length > MAX_PAGE_TOKEN) throw bad('too long');
+  const bytes = base64UrlDecode(token);
+  if (bytes === null) throw bad('not base64url');
+  const text = decodeUtf8(bytes);
+  let value;
+  try {
+    if (text === null) throw new Error('not UTF-8');
+    value = JSON.parse(text);
+  } catch {
+    throw bad('not a token of this store');
+  }
+  if (
+    !Array.isArray(value) ||
+    value.length !== 2 ||
+    !(value[0] === null || typeof value[0] === 'string') ||
+    typeof value[1] !== 'string' ||
+    !isWellFormed(value[1])
+  ) {
+    throw bad('not a token of this store');
+  }
+  let timestamp = null;
+  if (value[0] !== null) {
+    if (!/^[+-]?[0-9]+$/.test(value[0])) throw bad('bad timestamp');
+    timestamp = BigInt(value[0]);
+    if (timestamp < -(1n << 127n) || timestamp >= 1n << 127n) throw bad('bad timestamp');
+  }
+  if (value[1] === '') throw bad('no id');
+  return { timestamp, id: value[1] };
+}
+
+/** A WIT `list-query` with its defaults applied; a malformed one throws `invalid-input`. */
 export class Query {
-  constructor({ contextId, state, pageSize, pageToken } = {}) {
+  constructor({ contextId, state, statusTimestampAfter, pageSize, pageToken } = {}) {
     this.contextId = contextId ?? null;
     this.state = state ?? null;
-    this.pageToken = pageToken ?? null;
+    this.after = null;
+    if (statusTimestampAfter !== undefined && statusTimestampAfter !== null) {
+      try {
+        this.after = parseTimestamp(statusTimestampAfter);
+      } catch (e) {
+        const shown = JSON.stringify([...statusTimestampAfter].slice(0, 64).join(''));
+        throw new StoreError('invalid-input', `invalid timestamp ${shown} (RFC 3339 expected): ${e.message}`);
+      }
+    }
     const size = Number(pageSize ?? 0);
     this.limit = size === 0 ? DEFAULT_PAGE_SIZE : Math.min(size, MAX_PAGE_SIZE);
+    this.cursor = pageToken === undefined || pageToken === null ? null : decodePageToken(pageToken);
   }
 
   hasFilters() {
-    return this.contextId !== null || this.state !== null;
+    return this.contextId !== null || this.state !== null || this.after !== null;
   }
 
-  /** Whether `id` comes after the page token (always, on the first page). */
-  afterToken(id) {
-    return this.pageToken === null || compareIds(id, this.pageToken) > 0;
-  }
-
-  matches(task) {
+  /** Whether a parsed Task (with its status timestamp, `null` if none) matches the filters. */
+  matches(task, timestamp = timestampOf(task)) {
     if (this.contextId !== null && task.contextId !== this.contextId) return false;
     if (this.state !== null) {
       const state = isObject(task.status) ? task.status.state : undefined;
       if (typeof state !== 'string') return false;
       if (normalizeState(state) !== normalizeState(this.state)) return false;
     }
+    if (this.after !== null && (timestamp === null || timestamp < this.after)) return false;
     return true;
   }
 
-  /** Sorts `[id, item]` pairs by id and cuts one page: `{ items, next }`. */
-  paginate(matching) {
-    matching.sort((a, b) => compareIds(a[0], b[0]));
-    const next = matching.length > this.limit ? matching[this.limit - 1][0] : null;
-    return { items: matching.slice(0, this.limit).map(([, item]) => item), next };
+  /** A collector of one page for this query. */
+  collector() {
+    return new PageCollector(this.limit, this.cursor);
+  }
+}
+
+/**
+ * Cuts one page from Tasks offered in any order, keeping at most `limit + 1` of them (so the
+ * memory of a listing is bounded by its page), and counts every match for `totalSize`.
+ */
+export class PageCollector {
+  constructor(limit, cursor = null) {
+    this.limit = limit;
+    this.cursor = cursor;
+    /** `[key, item]` pairs in list order. */
+    this.best = [];
+    this.total = 0;
+  }
+
+  /** Whether an item with this key would be kept: lets a store skip reading what it drops. */
+  wants(key) {
+    if (this.cursor !== null && compareKeys(key, this.cursor) <= 0) return false;
+    return this.best.length <= this.limit || compareKeys(key, this.best[this.best.length - 1][0]) < 0;
+  }
+
+  /** Counts a match toward the total size. */
+  count() {
+    this.total += 1;
+  }
+
+  /** Offers a counted match. */
+  offer(key, item) {
+    if (!this.wants(key)) return;
+    let lo = 0;
+    let hi = this.best.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (compareKeys(this.best[mid][0], key) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    this.best.splice(lo, 0, [key, item]);
+    if (this.best.length > this.limit + 1) this.best.pop();
+  }
+
+  /** Counts and offers a match. */
+  push(key, item) {
+    this.count();
+    this.offer(key, item);
+  }
+
+  /** The page: `{ items, nextPageToken, totalSize }` (`items` as `[key, item]` pairs). */
+  finish() {
+    const next = this.best.length > this.limit ? encodePageToken(this.best[this.limit - 1][0]) : null;
+    return { items: this.best.slice(0, this.limit), nextPageToken: next, totalSize: this.total };
   }
 }
 

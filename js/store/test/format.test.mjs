@@ -5,14 +5,24 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { test } from 'node:test';
 import {
+  PageCollector,
   Query,
   compareIds,
+  compareKeys,
   decodeFileName,
+  decodePageToken,
   encodeId,
+  encodePageToken,
   isTaskFileName,
   normalizeState,
+  parseRecord,
   parseTask,
+  parseTimestamp,
+  recordText,
   sha256Hex,
+  sideNames,
+  timestampOf,
+  versionOf,
 } from '../src/format.js';
 
 test('file names follow the table in docs/on-disk-format.md', () => {
@@ -101,7 +111,7 @@ test('ids order by UTF-8 bytes, not UTF-16 units', () => {
   assert.ok(compareIds('a', 'ab') < 0 && compareIds('b', 'ab') > 0 && compareIds('x', 'x') === 0);
 });
 
-test('queries filter, default and cap pages, and paginate by id', () => {
+test('queries filter by context, state spelling and status timestamp, and default and cap pages', () => {
   assert.equal(new Query({ pageSize: 0 }).limit, 50);
   assert.equal(new Query({ pageSize: 5000 }).limit, 1000);
   const q = new Query({ state: 'input-required', pageSize: 2 });
@@ -111,10 +121,182 @@ test('queries filter, default and cap pages, and paginate by id', () => {
   assert.ok(!q.matches({ id: 'a' }));
   const c = new Query({ contextId: 'c1' });
   assert.ok(c.matches({ id: 'a', contextId: 'c1' }) && !c.matches({ id: 'a', contextId: 'c10' }));
-  const { items, next } = q.paginate([['c', 3], ['a', 1], ['d', 4], ['b', 2]]);
-  assert.deepEqual(items, [1, 2]);
-  assert.equal(next, 'b');
-  const q2 = new Query({ pageToken: next });
-  assert.ok(!q2.afterToken('b') && q2.afterToken('c'));
   assert.equal(normalizeState('TASK_STATE_WORKING'), 'working');
+  // At or after, compared as instants (the same cases as crates/format/src/query.rs).
+  const t = new Query({ statusTimestampAfter: '2025-01-01T12:00:00Z' });
+  const at = (timestamp) => ({ id: 'a', status: { state: 'working', timestamp } });
+  assert.ok(t.matches(at('2025-01-01T12:00:00Z')));
+  assert.ok(t.matches(at('2025-01-01T13:00:00.000001+01:00')));
+  assert.ok(!t.matches(at('2025-01-01T12:59:59+01:00')));
+  assert.ok(!t.matches(at('2025-01-01T11:59:59.999999999Z')), 'one nanosecond before');
+  assert.ok(!t.matches(at('not a time')));
+  assert.ok(!t.matches({ id: 'a' }), 'no status timestamp never matches');
+  assert.throws(
+    () => new Query({ statusTimestampAfter: 'yesterday' }),
+    (e) => e.tag === 'invalid-input' && /invalid timestamp "yesterday" \(RFC 3339 expected\)/.test(e.message),
+  );
+});
+
+test('RFC 3339 timestamps parse to exact nanoseconds with the time crate rules', () => {
+  const ns = (text) => parseTimestamp(text);
+  assert.equal(ns('1970-01-01T00:00:00Z'), 0n);
+  assert.equal(ns('2025-06-01T12:00:00.5Z'), BigInt(Date.parse('2025-06-01T12:00:00.5Z')) * 1_000_000n);
+  assert.equal(ns('2025-06-01T14:00:00+02:00'), ns('2025-06-01T12:00:00Z'));
+  assert.equal(ns('2025-06-01T09:30:00-02:30'), ns('2025-06-01T12:00:00Z'));
+  // Nanosecond precision, beyond what Date.parse keeps; digits past the ninth are ignored.
+  assert.equal(ns('2025-01-01T00:00:00.000000001Z') - ns('2025-01-01T00:00:00Z'), 1n);
+  assert.equal(ns('2025-01-01T00:00:00.1234567899999Z') - ns('2025-01-01T00:00:00Z'), 123_456_789n);
+  assert.equal(ns('1969-12-31T23:59:59.5Z'), -500_000_000n);
+  assert.equal(ns('0000-01-01T00:00:00Z'), -62_167_219_200n * 1_000_000_000n);
+  assert.equal(ns('9999-12-31T23:59:59.999999999Z'), 253_402_300_799_999_999_999n);
+  // Any one-byte separator, `z` and `Z`.
+  assert.equal(ns('2025-01-01 00:00:00z'), ns('2025-01-01T00:00:00Z'));
+  assert.equal(ns('2024-02-29T00:00:00Z') + 86_400_000_000_000n, ns('2024-03-01T00:00:00Z'));
+  // A leap second is the last nanosecond of the month's last second, in UTC only.
+  assert.equal(ns('2016-12-31T23:59:60Z'), ns('2016-12-31T23:59:59.999999999Z'));
+  assert.equal(ns('2017-01-01T00:59:60+01:00'), ns('2016-12-31T23:59:59.999999999Z'));
+  for (const bad of [
+    '',
+    '2025-01-01',
+    '2025-01-01T00:00:00',
+    '25-01-01T00:00:00Z',
+    '2025-1-01T00:00:00Z',
+    '2025-13-01T00:00:00Z',
+    '2025-00-01T00:00:00Z',
+    '2025-02-29T00:00:00Z',
+    '2025-04-31T00:00:00Z',
+    '2025-01-00T00:00:00Z',
+    '2025-01-01T24:00:00Z',
+    '2025-01-01T00:60:00Z',
+    '2025-01-01T00:00:61Z',
+    '2025-01-15T23:59:60Z',
+    '2025-01-01T00:00:00.Z',
+    '2025-01-01T00:00:00+24:00',
+    '2025-01-01T00:00:00+01:60',
+    '2025-01-01T00:00:00+0100',
+    '2025-01-01T00:00:00Z ',
+    '2025-01-01é00:00:00Z',
+    '２０２５-01-01T00:00:00Z',
+  ]) {
+    assert.throws(() => parseTimestamp(bad), Error, JSON.stringify(bad));
+  }
+  assert.equal(timestampOf({ id: 'a', status: { timestamp: '1970-01-01T00:00:01Z' } }), 1_000_000_000n);
+  assert.equal(timestampOf({ id: 'a', status: { timestamp: 'soon' } }), null);
+  assert.equal(timestampOf({ id: 'a', status: { timestamp: 5 } }), null);
+  assert.equal(timestampOf({ id: 'a', status: [] }), null);
+});
+
+test('list order: newest timestamp first, ties by UTF-8 id, untimed last by id', () => {
+  const key = (ts, id) => ({ timestamp: ts === null ? null : parseTimestamp(ts), id });
+  const keys = [
+    key(null, 'b'),
+    key('2025-01-01T00:00:00Z', 'z'),
+    key('2025-01-02T00:00:00Z', 'y'),
+    key(null, 'a'),
+    key('2025-01-01T00:00:00Z', 'c'),
+    key('2025-01-01T01:00:00+01:00', '🚀'),
+    key('2025-01-01T01:00:00+01:00', '\uff5e'),
+  ];
+  keys.sort(compareKeys);
+  assert.deepEqual(keys.map((k) => k.id), ['y', 'c', 'z', '\uff5e', '🚀', 'a', 'b']);
+});
+
+test('a page collector keeps one page plus one, counts all, and walks every item once', () => {
+  const keys = [];
+  for (let i = 0; i < 100; i++) {
+    const ts = i % 7 === 0 ? null : parseTimestamp(`2025-01-01T00:00:${String(i % 60).padStart(2, '0')}Z`);
+    keys.push({ timestamp: ts, id: `t${String(i).padStart(3, '0')}` });
+  }
+  const all = [...keys].sort(compareKeys);
+  const walked = [];
+  let token = null;
+  for (let pages = 0; ; pages++) {
+    assert.ok(pages < 100);
+    const q = new Query({ pageSize: 3, pageToken: token });
+    const c = q.collector();
+    for (const k of [...keys].reverse()) {
+      c.push(k, k.id);
+      assert.ok(c.best.length <= 4, 'never more than page size + 1 kept');
+    }
+    const cut = c.finish();
+    assert.equal(cut.totalSize, 100);
+    walked.push(...cut.items.map(([k]) => k));
+    token = cut.nextPageToken;
+    if (token === null) break;
+  }
+  assert.deepEqual(walked, all);
+});
+
+test('page tokens round-trip, are the Rust stores\' tokens, and garbage is invalid-input', () => {
+  for (const k of [
+    { timestamp: null, id: 'a/b' },
+    { timestamp: parseTimestamp('1969-12-31T23:59:59.5Z'), id: 'ü' },
+    { timestamp: 1_700_000_000_123_456_789n, id: '🚀\u0000"' },
+  ]) {
+    assert.deepEqual(decodePageToken(encodePageToken(k)), k);
+  }
+  // base64url (no padding) of the JSON `[timestamp ns as a string or null, id]`, as
+  // crates/format/src/query.rs `SortKey::encode` writes it.
+  assert.equal(encodePageToken({ timestamp: null, id: 'a' }), 'W251bGwsImEiXQ');
+  assert.equal(encodePageToken({ timestamp: -500_000_000n, id: 'x' }), Buffer.from('["-500000000","x"]').toString('base64url'));
+  const b64 = (text) => Buffer.from(text).toString('base64url');
+  for (const bad of [
+    '',
+    '!!',
+    'e30', // {}
+    'W251bGwsImEiXQ==', // padded
+    'W251bGwsImEiXR', // non-zero trailing bits
+    'A'.repeat(4097),
+    b64('[null,""]'),
+    b64('["x","a"]'),
+    b64('["1.5","a"]'),
+    b64('[null,"a",1]'),
+    b64('[1,"a"]'),
+    b64('{"t":null,"id":"a"}'),
+    'not a token',
+  ]) {
+    assert.throws(
+      () => decodePageToken(bad),
+      (e) => e.tag === 'invalid-input' && e.message.startsWith('invalid page token'),
+      bad,
+    );
+    assert.throws(() => new Query({ pageToken: bad }), (e) => e.tag === 'invalid-input', bad);
+  }
+});
+
+test('version records: exact text, tolerant parse, and the version a stamp gives', () => {
+  assert.deepEqual(sideNames('a%2Fb.json'), { record: '.~a%2Fb.v', lock: '.~a%2Fb.l' });
+  const text = recordText({ version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n });
+  assert.equal(text, '{"format":1,"version":3,"size":17,"mtime_ns":1796000000123456789}\n');
+  const record = parseRecord(text);
+  assert.deepEqual(record, { version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n });
+  // Any key order, whitespace, other members, the last duplicate winning; u64 kept exactly.
+  assert.deepEqual(
+    parseRecord(' { "mtime_ns" : -1 , "x":[{"y":null}], "size":0,"version":1,"version":18446744073709551615,"format":1 }'),
+    { version: 18446744073709551615n, size: 0n, mtimeNs: -1n },
+  );
+  for (const bad of [
+    '',
+    'null',
+    '[]',
+    '{"format":2,"version":1,"size":1,"mtime_ns":1}',
+    '{"version":1,"size":1,"mtime_ns":1}',
+    '{"format":1,"version":1.0,"size":1,"mtime_ns":1}',
+    '{"format":1,"version":-1,"size":1,"mtime_ns":1}',
+    '{"format":1,"version":18446744073709551616,"size":1,"mtime_ns":1}',
+    '{"format":1,"version":1,"size":1,"mtime_ns":9223372036854775808}',
+    '{"format":1,"version":"1","size":1,"mtime_ns":1}',
+    '{"format":1,"version":1,"size":1,"mtime_ns":1',
+    '{"format":1,"version":1,"size":1,"mtime_ns":1} x',
+    '{"format":1,"version":01,"size":1,"mtime_ns":1}',
+  ]) {
+    assert.equal(parseRecord(bad), null, bad);
+  }
+  const stamp = { size: 17n, mtimeNs: 1_796_000_000_123_456_789n };
+  assert.equal(versionOf(record, stamp), 3n, 'the record describes the file');
+  assert.equal(versionOf(record, { ...stamp, mtimeNs: stamp.mtimeNs + 1n }), 4n, 'written after it');
+  assert.equal(versionOf(record, { ...stamp, size: 18n }), 4n);
+  assert.equal(versionOf(null, stamp), 1n, 'no record');
+  const top = { version: 18446744073709551615n, size: 0n, mtimeNs: 0n };
+  assert.equal(versionOf(top, stamp), 18446744073709551615n, 'saturates');
 });

@@ -1,0 +1,396 @@
+// Tests of the store itself (src/index.js over src/dir.js) in Node: its `wasi:` imports are
+// preview2-shim's (test-support/), over a real temp directory, called through the WIT exports
+// exactly as the component exports them. The component build runs the same sources inside
+// StarlingMonkey; tests/tests/js_store.rs runs the conformance suite and the Rust↔JavaScript
+// interchange against that build.
+
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import {
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { attempt, openInstance } from '../test-support/store.mjs';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dirs = [];
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir() {
+  const dir = mkdtempSync(join(tmpdir(), 'tn-js-store-'));
+  dirs.push(dir);
+  return dir;
+}
+
+const names = (dir) => readdirSync(dir).sort();
+const any = { tag: 'any' };
+const absent = { tag: 'absent' };
+const at = (v) => ({ tag: 'version', val: BigInt(v) });
+const task = (id, extra = {}) => JSON.stringify({ id, ...extra });
+
+/** The record text the Rust store writes for the Task file `name` as it is now. */
+function expectedRecord(dir, name, version) {
+  const st = statSync(join(dir, name), { bigint: true });
+  return `{"format":1,"version":${version},"size":${st.size},"mtime_ns":${st.mtimeNs}}\n`;
+}
+
+/** Sets a file's modification time `seconds` into the past. */
+function age(path, seconds) {
+  const t = Date.now() / 1000 - seconds;
+  utimesSync(path, t, t);
+}
+
+test('saves count versions from 1; get returns the text with its version; delete forgets it', async () => {
+  const dir = tempDir();
+  const { store, catalog } = await openInstance(dir);
+  assert.equal(store.get('t'), undefined);
+  assert.equal(store.save(task('t', { n: 1 }), any), 1n);
+  assert.deepEqual(store.get('t'), { task: task('t', { n: 1 }), version: 1n });
+  assert.equal(store.save(task('t', { n: 2 }), any), 2n);
+  assert.equal(store.save(task('t', { n: 3 }), at(2)), 3n);
+  assert.deepEqual(store.get('t'), { task: task('t', { n: 3 }), version: 3n });
+  // Another instance over the same directory sees the same version.
+  const other = await openInstance(dir);
+  assert.deepEqual(other.store.get('t'), { task: task('t', { n: 3 }), version: 3n });
+  assert.deepEqual(names(dir), ['.~t.v', 't.json'], 'no temp files, no lock left');
+  assert.equal(catalog.delete('t'), true);
+  assert.deepEqual(names(dir), [], 'the record goes with the Task');
+  assert.equal(catalog.delete('t'), false);
+  assert.equal(store.get('t'), undefined);
+  assert.equal(store.save(task('t'), absent), 1n, 'a Task saved after a delete starts at 1');
+});
+
+test('the version record is the Rust text, naming the size and mtime of the Task file', async () => {
+  const dir = tempDir();
+  for (const settings of [[], [['durability', 'relaxed']]]) {
+    const { store } = await openInstance(dir, settings);
+    const id = `a/b é ${settings.length}`;
+    const stem = encodeURIComponent(id).replace(/[!'()*~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+    assert.equal(store.save(task(id, { x: 'y' }), any), 1n);
+    assert.equal(store.save(task(id, { x: 'yy' }), any), 2n);
+    const text = readFileSync(join(dir, `.~${stem}.v`), 'utf8');
+    assert.equal(text, expectedRecord(dir, `${stem}.json`, 2));
+    assert.equal(readFileSync(join(dir, `${stem}.json`), 'utf8'), task(id, { x: 'yy' }));
+  }
+});
+
+test('a Task file the record does not describe is one version past it; no record is version 1', async () => {
+  const dir = tempDir();
+  const { store } = await openInstance(dir);
+  store.save(task('t', { v: 1 }), any);
+  store.save(task('t', { v: 2 }), any);
+  // Replaced by a writer that knows nothing of versions (or crashed between its renames).
+  writeFileSync(join(dir, 't.json'), task('t', { v: 'foreign, longer' }));
+  assert.equal(store.get('t').version, 3n);
+  assert.equal(store.save(task('t', { v: 4 }), at(3)), 4n);
+  assert.equal(store.get('t').version, 4n);
+  // A record in another key order, with spaces, still counts.
+  const st = statSync(join(dir, 't.json'), { bigint: true });
+  writeFileSync(join(dir, '.~t.v'), ` {"mtime_ns": ${st.mtimeNs}, "size": ${st.size}, "version": 41, "format": 1}`);
+  assert.equal(store.get('t').version, 41n);
+  // An unreadable record counts as none.
+  writeFileSync(join(dir, '.~t.v'), '{"format":1,"vers');
+  assert.equal(store.get('t').version, 1n);
+  rmSync(join(dir, '.~t.v'));
+  assert.equal(store.get('t').version, 1n);
+  assert.equal(store.save(task('t', { v: 2 }), at(1)), 2n);
+  // A record without a Task file is no Task.
+  rmSync(join(dir, 't.json'));
+  assert.equal(store.get('t'), undefined);
+  assert.equal(store.save(task('t'), absent), 1n);
+  assert.equal(readFileSync(join(dir, '.~t.v'), 'utf8'), expectedRecord(dir, 't.json', 1));
+});
+
+test('conditional saves hold or conflict with the current version, and a conflict changes nothing', async () => {
+  const dir = tempDir();
+  const { store } = await openInstance(dir);
+  const miss = attempt(() => store.save(task('c', { n: 0 }), at(1)));
+  assert.deepEqual(miss.err?.tag, 'conflict');
+  assert.equal(miss.err.val.current, undefined, 'no Task: current is none');
+  assert.match(miss.err.val.message, /^\/c\.json changed: expected version 1, found no task$/);
+  assert.deepEqual(names(dir), [], 'nothing written, no temp file, no lock');
+
+  assert.equal(store.save(task('c', { n: 1 }), absent), 1n);
+  const before = readFileSync(join(dir, 'c.json'));
+  const record = readFileSync(join(dir, '.~c.v'));
+  for (const [condition, message] of [
+    [absent, /expected no task, found version 1$/],
+    [at(2), /expected version 2, found version 1$/],
+    [at(0), /expected version 0, found version 1$/],
+  ]) {
+    const r = attempt(() => store.save(task('c', { n: 'lost' }), condition));
+    assert.equal(r.err?.tag, 'conflict');
+    assert.equal(r.err.val.current, 1n);
+    assert.match(r.err.val.message, message);
+  }
+  assert.deepEqual(readFileSync(join(dir, 'c.json')), before);
+  assert.deepEqual(readFileSync(join(dir, '.~c.v')), record);
+  assert.deepEqual(names(dir), ['.~c.v', 'c.json']);
+  assert.equal(store.save(task('c', { n: 2 }), at(1)), 2n);
+  // Of two writers that read version 2, only the first wins.
+  assert.equal(store.save(task('c', { n: 3 }), at(2)), 3n);
+  const late = attempt(() => store.save(task('c', { n: 'late' }), at(2)));
+  assert.equal(late.err?.val.current, 3n);
+  assert.deepEqual(store.get('c'), { task: task('c', { n: 3 }), version: 3n });
+});
+
+test('a live lock makes a save wait for three leases, then fail with io naming it, changing nothing', async () => {
+  const dir = tempDir();
+  const { store, catalog } = await openInstance(dir, [['lock-lease-ms', '60']]);
+  store.save(task('l', { n: 1 }), any);
+  writeFileSync(join(dir, '.~l.l'), 'ffffffffffffffffffffffffffffffff');
+  // Modified an hour from now: never older than the lease while the save waits, as a live
+  // writer's lock is not.
+  age(join(dir, '.~l.l'), -3600);
+  const started = Date.now();
+  const r = attempt(() => store.save(task('l', { n: 2 }), any));
+  const waited = Date.now() - started;
+  assert.equal(r.err?.tag, 'io', JSON.stringify(r));
+  assert.match(r.err.val, /^cannot lock \/\.~l\.l: another writer kept the task locked for over 180ms$/);
+  assert.ok(waited >= 180, `waited ${waited} ms`);
+  assert.equal(attempt(() => catalog.delete('l')).err?.tag, 'io', 'delete waits for the lock too');
+  assert.equal(readFileSync(join(dir, '.~l.l'), 'utf8'), 'ffffffffffffffffffffffffffffffff', 'not ours to remove');
+  assert.deepEqual(store.get('l'), { task: task('l', { n: 1 }), version: 1n });
+  assert.deepEqual(names(dir), ['.~l.l', '.~l.v', 'l.json'], 'temp files removed');
+});
+
+test('a lock older than the lease is broken and the save goes ahead', async () => {
+  const dir = tempDir();
+  const { store, catalog } = await openInstance(dir, [['lock-lease-ms', '1000']]);
+  store.save(task('s', { n: 1 }), any);
+  writeFileSync(join(dir, '.~s.l'), '0123456789abcdef0123456789abcdef');
+  age(join(dir, '.~s.l'), 2);
+  assert.equal(store.save(task('s', { n: 2 }), at(1)), 2n);
+  assert.deepEqual(names(dir), ['.~s.v', 's.json'], 'the stale lock is gone, nothing left aside');
+  writeFileSync(join(dir, '.~s.l'), '');
+  age(join(dir, '.~s.l'), 2);
+  assert.equal(catalog.delete('s'), true, 'delete breaks a stale lock too');
+  assert.deepEqual(names(dir), []);
+});
+
+test('breaking a lock puts back a lock that was retaken meanwhile; unlock leaves others\' locks', async () => {
+  const dir = tempDir();
+  const { DirStore } = await openInstance(dir);
+  const s = new DirStore(true, 1000);
+  writeFileSync(join(dir, '.~x.l'), 'new-owner');
+  s.breakLock('.~x.l', 'stale-owner');
+  assert.deepEqual(names(dir), ['.~x.l']);
+  assert.equal(readFileSync(join(dir, '.~x.l'), 'utf8'), 'new-owner');
+  s.breakLock('.~x.l', 'new-owner');
+  assert.deepEqual(names(dir), []);
+  s.breakLock('.~x.l', 'gone');
+  assert.deepEqual(names(dir), []);
+
+  const lock = s.lock('.~y.l');
+  assert.match(readFileSync(join(dir, '.~y.l'), 'utf8'), /^[0-9a-f]{32}$/);
+  assert.equal(lock.token, readFileSync(join(dir, '.~y.l'), 'utf8'));
+  s.checkHeld(lock);
+  writeFileSync(join(dir, '.~y.l'), 'someone else');
+  assert.throws(() => s.checkHeld(lock), (e) => e.tag === 'io' && /taken over; nothing was saved/.test(e.message));
+  s.unlock(lock);
+  assert.equal(readFileSync(join(dir, '.~y.l'), 'utf8'), 'someone else', 'not ours: left alone');
+  rmSync(join(dir, '.~y.l'));
+
+  const old = s.lock('.~z.l');
+  s.checkHeld(old);
+  old.acquired -= 600n * 1_000_000n; // held for 600 ms of a 1000 ms lease
+  assert.throws(() => s.checkHeld(old), (e) => e.tag === 'io' && /past half its lease \(500ms\)/.test(e.message));
+  s.unlock(old);
+  assert.deepEqual(names(dir), []);
+});
+
+test('the first call sweeps stale temp files and breaks stale locks, keeping young ones', async () => {
+  const dir = tempDir();
+  const stale = '.tmp-00000000000000000000000000000001';
+  const fresh = '.tmp-00000000000000000000000000000002';
+  for (const name of [stale, fresh, '.other', '.~old.l', '.~young.l', 'keep.json']) {
+    writeFileSync(join(dir, name), name === 'keep.json' ? task('keep') : '{');
+  }
+  age(join(dir, stale), 2 * 3600);
+  age(join(dir, '.other'), 2 * 3600);
+  age(join(dir, '.~old.l'), 20);
+  await openInstance(dir);
+  assert.deepEqual(names(dir), ['.other', fresh, '.~young.l', 'keep.json']);
+});
+
+test('list: newest status timestamp first, ties by id, untimed last; filters, pages, total size', async () => {
+  const dir = tempDir();
+  const { store, catalog } = await openInstance(dir);
+  const saved = [
+    ['old', '2024-12-31T23:59:59Z', 'working', 'c1'],
+    ['new', '2025-01-02T00:00:00Z', 'completed', 'c1'],
+    ['tie-b', '2025-01-01T00:00:00Z', 'TASK_STATE_INPUT_REQUIRED', 'c2'],
+    ['tie-a', '2025-01-01T01:00:00+01:00', 'input-required', 'c1'],
+    ['ns-1', '2025-01-01T12:00:00.000000001Z', 'working', 'c2'],
+    ['ns-0', '2025-01-01T12:00:00.000000000Z', 'canceled', 'c1'],
+    ['🚀', '2025-01-01T00:00:00Z', 'working', 'c2'],
+    ['\uff5e', '2025-01-01T00:00:00Z', 'working', 'c2'],
+    ['untimed-b', null, 'working', 'c1'],
+    ['untimed-a', 'not a time', 'working', 'c2'],
+    ['a/b', null, 'cancelled', 'c1'],
+  ];
+  for (const [id, timestamp, state, contextId] of saved) {
+    const status = timestamp === null ? { state } : { state, timestamp };
+    store.save(task(id, { contextId, status }), any);
+  }
+  writeFileSync(join(dir, 'notes.txt'), 'not a task');
+  const order = ['new', 'ns-1', 'ns-0', 'tie-a', 'tie-b', '\uff5e', '🚀', 'old', 'a/b', 'untimed-a', 'untimed-b'];
+  const ids = (page) => page.tasks.map((t) => JSON.parse(t).id);
+
+  const walk = (query, pageSize) => {
+    const seen = [];
+    let pageToken;
+    for (let pages = 0; ; pages++) {
+      assert.ok(pages < 50, 'the walk ends');
+      const page = catalog.list({ ...query, pageSize, pageToken });
+      assert.ok(page.tasks.length <= pageSize || pageSize === 0);
+      seen.push({ ids: ids(page), totalSize: page.totalSize });
+      pageToken = page.nextPageToken;
+      if (pageToken === undefined) return seen;
+      assert.equal(typeof pageToken, 'string');
+    }
+  };
+  for (const pageSize of [0, 1, 2, 3, 11, 12]) {
+    const pages = walk({}, pageSize);
+    assert.deepEqual(pages.flatMap((p) => p.ids), order, `page size ${pageSize}`);
+    for (const p of pages) assert.equal(p.totalSize, 11n);
+  }
+  assert.equal(walk({}, 2).length, 6);
+  const filtered = (query) => walk(query, 2);
+  const check = (query, expected) => {
+    const pages = filtered(query);
+    assert.deepEqual(pages.flatMap((p) => p.ids), expected, JSON.stringify(query));
+    for (const p of pages) assert.equal(p.totalSize, BigInt(expected.length), JSON.stringify(query));
+  };
+  check({ contextId: 'c1' }, ['new', 'ns-0', 'tie-a', 'old', 'a/b', 'untimed-b']);
+  check({ state: 'TASK_STATE_CANCELLED' }, ['ns-0', 'a/b']);
+  check({ state: 'input-required', contextId: 'c2' }, ['tie-b']);
+  check({ statusTimestampAfter: '2025-01-01T12:00:00.000000001Z' }, ['new', 'ns-1']);
+  check({ statusTimestampAfter: '2025-01-01T13:00:00+01:00' }, ['new', 'ns-1', 'ns-0']);
+  check({ statusTimestampAfter: '2025-01-01T00:00:00Z' }, ['new', 'ns-1', 'ns-0', 'tie-a', 'tie-b', '\uff5e', '🚀']);
+  check({ contextId: 'nobody' }, []);
+  const empty = catalog.list({ contextId: 'nobody', pageSize: 5 });
+  assert.deepEqual(empty, { tasks: [], nextPageToken: undefined, totalSize: 0n });
+
+  // A walk through the pages while a Task is deleted and another saved: no Task twice.
+  const first = catalog.list({ pageSize: 4 });
+  assert.deepEqual(ids(first), order.slice(0, 4));
+  catalog.delete('tie-b');
+  store.save(task('newest', { status: { state: 'working', timestamp: '2030-01-01T00:00:00Z' } }), any);
+  const second = catalog.list({ pageSize: 4, pageToken: first.nextPageToken });
+  assert.deepEqual(ids(second), ['\uff5e', '🚀', 'old', 'a/b']);
+  assert.equal(second.totalSize, 11n);
+});
+
+test('list refuses page tokens it did not make and timestamps that are not RFC 3339', async () => {
+  const dir = tempDir();
+  const { store, catalog } = await openInstance(dir);
+  store.save(task('a'), any);
+  const b64 = (text) => Buffer.from(text).toString('base64url');
+  for (const pageToken of ['garbage!', '', 'e30', b64('["soon","a"]'), b64('[null,""]'), 'x'.repeat(5000)]) {
+    const r = attempt(() => catalog.list({ pageSize: 1, pageToken }));
+    assert.equal(r.err?.tag, 'invalid-input', pageToken);
+    assert.match(r.err.val, /^invalid page token: /);
+  }
+  for (const statusTimestampAfter of ['2025-01-01', 'yesterday', '2025-02-30T00:00:00Z']) {
+    const r = attempt(() => catalog.list({ pageSize: 1, statusTimestampAfter }));
+    assert.equal(r.err?.tag, 'invalid-input', statusTimestampAfter);
+    assert.match(r.err.val, /^invalid timestamp .* \(RFC 3339 expected\)/);
+  }
+  // A token the Rust store made (crates/format/src/query.rs) continues the walk as well.
+  const rustToken = b64('[null,"a"]');
+  store.save(task('b'), any);
+  assert.deepEqual(catalog.list({ pageSize: 5, pageToken: rustToken }).tasks, [task('b')]);
+});
+
+test('files that are not Tasks: corrupt, never a miss; side files are not listed', async () => {
+  const dir = tempDir();
+  const { store, catalog } = await openInstance(dir);
+  store.save(task('ok'), any);
+  assert.deepEqual(catalog.list({ pageSize: 0 }).tasks, [task('ok')], 'records and locks are hidden');
+  writeFileSync(join(dir, 'a.json'), task('b'));
+  symlinkSync('ok.json', join(dir, 'link.json'));
+  for (const [id, reason] of [
+    ['a', /^corrupt task file \/a\.json: holds task "b", not "a"$/],
+    ['link', /^corrupt task file \/link\.json: is a symbolic link, which is never followed$/],
+  ]) {
+    const r = attempt(() => store.get(id));
+    assert.equal(r.err?.tag, 'corrupt', id);
+    assert.match(r.err.val, reason);
+  }
+  const r = attempt(() => catalog.list({ pageSize: 0 }));
+  assert.equal(r.err?.tag, 'corrupt');
+});
+
+test('configure: durability and lock-lease-ms are checked; unknown names are ignored', async () => {
+  const dir = tempDir();
+  const { config, store } = await openInstance(dir);
+  config.configure([['durability', 'relaxed'], ['lock-lease-ms', '10'], ['something', 'else']]);
+  config.configure([['lock-lease-ms', '3600000'], ['durability', 'full']]);
+  config.configure([['lock-lease-ms', '+250']]);
+  for (const value of ['9', '3600001', '', '1.5', '-10', 'ten', ' 100']) {
+    assert.throws(() => config.configure([['lock-lease-ms', value]]), /lock-lease-ms must be a whole number of milliseconds from 10 to 3600000/, value);
+  }
+  assert.throws(() => config.configure([['durability', 'fast']]), /durability must be full or relaxed/);
+  assert.equal(store.save(task('c'), any), 1n);
+  const r = attempt(() => store.save('{"id":""}', any));
+  assert.deepEqual(r, { err: { tag: 'invalid-input', val: 'task "id" is an empty string' } });
+});
+
+/** Runs `count` writer processes at once; each line they print, parsed. */
+async function race(dir, count, id, saves, condition) {
+  const script = join(here, '../test-support/race-writer.mjs');
+  const children = [];
+  for (let i = 0; i < count; i++) {
+    const child = spawn(process.execPath, [script, dir, id, String(saves), condition], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    children.push(
+      new Promise((resolve, reject) => {
+        child.on('error', reject);
+        child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`writer exited with ${code}`))));
+      }),
+    );
+  }
+  // Let every writer load, then start them together.
+  await new Promise((r) => setTimeout(r, 1500));
+  writeFileSync(join(dir, 'go'), '');
+  const outputs = await Promise.all(children);
+  return outputs.flatMap((out) => out.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)));
+}
+
+test('writers in separate processes: one conditional save per version wins, no save is lost', async () => {
+  const dir = tempDir();
+  const { store } = await openInstance(dir);
+  assert.equal(store.save(task('r'), any), 1n);
+  const results = await race(dir, 4, 'r', 1, '1');
+  const won = results.filter((r) => 'ok' in r);
+  assert.equal(won.length, 1, JSON.stringify(results));
+  assert.equal(won[0].ok, '2');
+  for (const r of results.filter((x) => 'err' in x)) {
+    assert.equal(r.err, 'conflict', JSON.stringify(r));
+    assert.equal(r.current, '2');
+  }
+  rmSync(join(dir, 'go'));
+  const plain = await race(dir, 3, 'r', 10, 'any');
+  assert.ok(plain.every((r) => 'ok' in r), JSON.stringify(plain));
+  const versions = plain.map((r) => Number(r.ok)).sort((a, b) => a - b);
+  assert.deepEqual(versions, Array.from({ length: 30 }, (_, i) => i + 3), 'every save got its own version');
+  assert.equal(store.get('r').version, 32n);
+  rmSync(join(dir, 'go'));
+  assert.deepEqual(names(dir), ['.~r.v', 'r.json'], 'no temp files or locks left');
+});
