@@ -38,6 +38,22 @@ fn selectors(dir: &Path, component: &Path) -> [String; 2] {
     ]
 }
 
+/// A temp directory with the file-store component written into it, the store directory to
+/// share, and the native and component selectors over it.
+fn shared_dir() -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    std::path::PathBuf,
+    [String; 2],
+) {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("tasks");
+    let component = tmp.path().join("store.wasm");
+    std::fs::write(&component, FILE_STORE_COMPONENT).unwrap();
+    let selectors = selectors(&dir, &component);
+    (tmp, dir, component, selectors)
+}
+
 fn no_temp_files(dir: &Path) -> bool {
     std::fs::read_dir(dir).unwrap().all(|e| {
         !e.unwrap()
@@ -49,11 +65,7 @@ fn no_temp_files(dir: &Path) -> bool {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn processes_saving_one_id_at_once_leave_one_whole_version() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tasks");
-    let component = tmp.path().join("store.wasm");
-    std::fs::write(&component, FILE_STORE_COMPONENT).unwrap();
-    let [file_sel, wasm_sel] = selectors(&dir, &component);
+    let (_tmp, dir, _, [file_sel, wasm_sel]) = shared_dir();
     let tags = ["alpha", "bravo", "charlie", "delta"];
     // Two native and two component writers, all on the same id at the same time.
     let children: Vec<_> = tags
@@ -91,11 +103,8 @@ async fn processes_saving_one_id_at_once_leave_one_whole_version() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_writer_killed_mid_write_never_leaves_a_torn_task() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tasks");
-    let component = tmp.path().join("store.wasm");
-    std::fs::write(&component, FILE_STORE_COMPONENT).unwrap();
-    for selector in selectors(&dir, &component) {
+    let (_tmp, dir, component, both) = shared_dir();
+    for selector in both {
         for round in 0..5 {
             let mut child = spawn_writer(&selector, "killed", "kilo", 0);
             let mut line = String::new();
@@ -182,11 +191,7 @@ impl Outcomes {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn processes_racing_conditional_saves_have_one_winner_per_version() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tasks");
-    let component = tmp.path().join("store.wasm");
-    std::fs::write(&component, FILE_STORE_COMPONENT).unwrap();
-    let [file_sel, wasm_sel] = selectors(&dir, &component);
+    let (_tmp, dir, _, [file_sel, wasm_sel]) = shared_dir();
     let tags = ["alpha", "bravo", "charlie", "delta"];
     // Two native and two component racers on one id, from before it exists.
     let mut children: Vec<_> = tags
@@ -233,11 +238,7 @@ async fn processes_racing_conditional_saves_have_one_winner_per_version() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn racers_killed_mid_save_lose_nothing_acknowledged_and_block_at_most_a_lease() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tasks");
-    let component = tmp.path().join("store.wasm");
-    std::fs::write(&component, FILE_STORE_COMPONENT).unwrap();
-    let [file_sel, wasm_sel] = selectors(&dir, &component);
+    let (_tmp, dir, component, [file_sel, wasm_sel]) = shared_dir();
     let lease = std::time::Duration::from_millis(LEASE_MS);
     let mut outcomes = Outcomes::default();
     let mut longest_wait = std::time::Duration::ZERO;

@@ -55,12 +55,7 @@ impl TaskStore for InMemoryTaskStore {
     async fn save_versioned(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
         let mut tasks = self.tasks.write().unwrap_or_else(|e| e.into_inner());
         let current = tasks.get(task.id()).map(|(_, v)| *v);
-        let ok = match expect {
-            Expect::Any => true,
-            Expect::Absent => current.is_none(),
-            Expect::Version(v) => current == Some(v),
-        };
-        if !ok {
+        if !expect.holds(current) {
             return Err(StoreError::Conflict {
                 id: task.id().to_owned(),
                 expected: expect,

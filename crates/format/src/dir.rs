@@ -58,6 +58,17 @@ pub enum Expect {
     Version(u64),
 }
 
+impl Expect {
+    /// Whether a store holding `current` (the stored version; `None`: no Task) satisfies it.
+    pub fn holds(self, current: Option<u64>) -> bool {
+        match self {
+            Expect::Any => true,
+            Expect::Absent => current.is_none(),
+            Expect::Version(v) => current == Some(v),
+        }
+    }
+}
+
 impl fmt::Display for Expect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -433,12 +444,7 @@ impl DirStore {
                     });
                 }
             };
-            let ok = match expect {
-                Expect::Any => true,
-                Expect::Absent => current.is_none(),
-                Expect::Version(v) => current == Some(v),
-            };
-            if !ok {
+            if !expect.holds(current) {
                 return Err(DirError::Conflict {
                     id: id.to_owned(),
                     file: target.clone(),

@@ -483,3 +483,71 @@ fn find_bin_dir() -> Option<PathBuf> {
     versions.sort();
     versions.pop().map(|(_, dir)| dir)
 }
+
+/// A server to use instead of starting one: `postgres://user:password@host:port/db`.
+pub const URL_ENV: &str = "TOOLNEXUS_TEST_POSTGRES_URL";
+
+/// The PostgreSQL server a test uses: [`URL_ENV`]'s, or a cluster of ours that it keeps running
+/// while it lives.
+pub struct Server {
+    url: String,
+    external: bool,
+    _cluster: Option<Arc<Cluster>>,
+}
+
+impl Server {
+    /// `postgres://user:password@host:port/db`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The URL with the store's options (`table=…`) appended.
+    pub fn selector(&self, options: &str) -> String {
+        let sep = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{sep}{options}", self.url)
+    }
+
+    /// Whether the server is the environment's (its tables outlive the test unless dropped).
+    pub fn is_external(&self) -> bool {
+        self.external
+    }
+}
+
+/// The server in [`URL_ENV`], else a plaintext cluster shared by the tests running at once;
+/// `None` (after printing why) if neither and none is required ([`REQUIRE_ENV`]).
+pub fn server() -> Option<Server> {
+    if let Ok(url) = std::env::var(URL_ENV)
+        && !url.is_empty()
+    {
+        return Some(Server {
+            url,
+            external: true,
+            _cluster: None,
+        });
+    }
+    static SHARED: SharedCluster = SharedCluster::new();
+    match SHARED.get_or_start(Cluster::start) {
+        Ok(cluster) => Some(Server {
+            url: cluster.url(),
+            external: false,
+            _cluster: Some(cluster),
+        }),
+        Err(reason) => unavailable(&reason, Some(&format!("Set {URL_ENV} to a server"))),
+    }
+}
+
+/// A table name no other test (in this process or another) uses, within 48 bytes.
+pub fn unique_table(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .subsec_nanos();
+    let prefix: String = prefix.chars().take(16).collect();
+    format!(
+        "{prefix}_{:x}_{}_{nanos:x}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}

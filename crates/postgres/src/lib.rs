@@ -936,11 +936,8 @@ impl TaskStore for PostgresTaskStore {
                     .transpose()?;
                 // The write missed, but what is stored now is what it expected: the row changed
                 // between the two statements (a delete, a re-creation). Try again, a few times.
-                let holds = match expect {
-                    Expect::Absent => current.is_none(),
-                    Expect::Version(v) => current == Some(v),
-                    Expect::Any => false,
-                };
+                // (A plain save never misses, so it never gets here.)
+                let holds = expect != Expect::Any && expect.holds(current);
                 if !holds || attempts == 3 {
                     return Err(StoreError::Conflict {
                         id: task.id().to_owned(),

@@ -735,12 +735,8 @@ impl WasmTaskStore {
         conflict: VersionConflict,
     ) -> StoreError {
         let current = conflict.current;
-        let possible = current != Some(0)
-            && match expected {
-                Expect::Any => false,
-                Expect::Absent => current.is_some(),
-                Expect::Version(v) => current != Some(v),
-            };
+        // A plain save cannot conflict; a conditional one only with what it did not expect.
+        let possible = current != Some(0) && expected != Expect::Any && !expected.holds(current);
         if !possible {
             let stored = match current {
                 Some(v) => format!("version {v}"),

@@ -13,7 +13,6 @@ use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 pub use toolnexus_pg_cluster::{Cluster, PASSWORD, USER, write_file};
 use toolnexus_pg_cluster::{Options, SharedCluster, Tls, unavailable};
 
@@ -67,57 +66,7 @@ pub fn execute(url: &str, sql: &str) -> Result<Vec<Vec<Option<String>>>, String>
     toolnexus_pg_cluster::execute(&format!("{url}{sep}sslmode=disable&connect_timeout=5"), sql)
 }
 
-/// A server to use instead of starting one: `postgres://user:password@host:port/db`.
-pub const URL_ENV: &str = "TOOLNEXUS_TEST_POSTGRES_URL";
-
-/// The PostgreSQL server a test uses; keeps a cluster of ours running while it lives.
-pub struct Server {
-    url: String,
-    _cluster: Option<Arc<Cluster>>,
-}
-
-impl Server {
-    /// `postgres://user:password@host:port/db`.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-}
-
-/// The server in `TOOLNEXUS_TEST_POSTGRES_URL`, else a plaintext cluster shared by the tests
-/// running at once; `None` (after printing why) if neither and none is required.
-pub fn server() -> Option<Server> {
-    if let Ok(url) = std::env::var(URL_ENV)
-        && !url.is_empty()
-    {
-        return Some(Server {
-            url,
-            _cluster: None,
-        });
-    }
-    static SHARED: SharedCluster = SharedCluster::new();
-    match SHARED.get_or_start(Cluster::start) {
-        Ok(cluster) => Some(Server {
-            url: cluster.url(),
-            _cluster: Some(cluster),
-        }),
-        Err(reason) => unavailable(&reason, Some(&format!("Set {URL_ENV} to a server"))),
-    }
-}
-
-/// A table name no other test (in this process or another) uses, within 48 bytes.
-pub fn unique_table(prefix: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .subsec_nanos();
-    let prefix: String = prefix.chars().take(16).collect();
-    format!(
-        "{prefix}_{:x}_{}_{nanos:x}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::Relaxed)
-    )
-}
+pub use toolnexus_pg_cluster::{Server, server, unique_table};
 
 /// A CA of its own (certificate and key), to sign server certificates or to be the wrong CA.
 pub struct Ca {
