@@ -271,6 +271,46 @@ async fn list_filters_and_pages_and_delete_removes() {
             .clone();
         assert_eq!(rest["tasks"].as_array().unwrap().len(), 2, "{name}");
         assert_eq!(rest["nextPageToken"], "");
+        assert_eq!(rest["totalSize"], 5, "{name}: {rest}");
+        // Newest status first: the pages together, in order of their status timestamps.
+        let walked: Vec<Value> = page["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(rest["tasks"].as_array().unwrap())
+            .cloned()
+            .collect();
+        let stamps: Vec<&str> = walked
+            .iter()
+            .map(|t| t["status"]["timestamp"].as_str().unwrap())
+            .collect();
+        let mut newest_first = stamps.clone();
+        newest_first.sort_by(|a, b| b.cmp(a));
+        assert_eq!(stamps, newest_first, "{name}");
+        // Only what changed at or after the third-newest status.
+        let after = server
+            .call("ListTasks", json!({"statusTimestampAfter": stamps[2]}))
+            .await["result"]
+            .clone();
+        // The server writes `…T12:00:00.123Z`, so text order is time order here.
+        let at_or_after = stamps.iter().filter(|s| **s >= stamps[2]).count();
+        assert_eq!(after["totalSize"], at_or_after, "{name}: {after}");
+        assert_eq!(
+            after["tasks"].as_array().unwrap().len(),
+            at_or_after,
+            "{name}: {after}"
+        );
+        for bad in [
+            json!({"statusTimestampAfter": "last tuesday"}),
+            json!({"pageToken": "not-a-token"}),
+        ] {
+            let reply = server.call("ListTasks", bad.clone()).await;
+            assert_eq!(
+                reply["error"]["code"],
+                codes::INVALID_PARAMS,
+                "{name} {bad}: {reply}"
+            );
+        }
         let ctx =
             server.call("GetTask", json!({"id": ids[0]})).await["result"]["contextId"].clone();
         let by_ctx = server
