@@ -13,6 +13,11 @@
 //! agent's completion is never lost, within one process or across replicas sharing a store
 //! that can compare-and-set.
 //!
+//! At startup, before it accepts anything, [`serve`] resolves the Tasks a crashed run left
+//! `submitted` or `working` ([`ServerConfig::recovery`]: marked `failed` with a reason by
+//! default), and with [`ServerConfig::retain`] it deletes terminal Tasks past that age in the
+//! background; both go through the store's `list` and `delete` ([`maintenance`]).
+//!
 //! [`serve`] also protects itself: each limit is a field of [`ServerConfig`] (defaults there).
 //! A request head must arrive within the header timeout, its body within the body timeout,
 //! and a keep-alive connection on which nothing moves is closed after the idle timeout; at most
@@ -52,6 +57,9 @@ use toolnexus_core::{
 };
 
 mod conn;
+pub mod maintenance;
+
+pub use maintenance::Recovery;
 
 /// JSON-RPC and A2A error codes.
 pub mod codes {
@@ -92,6 +100,18 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 #[async_trait::async_trait]
 pub trait Agent: Send + Sync {
     async fn run(&self, task: &Task, message: &Value) -> Result<String, String>;
+
+    /// Whether this agent picks up, by itself, the Tasks a previous run of the server left
+    /// `submitted` or `working` (after a crash, say). If it says so, the startup recovery
+    /// ([`ServerConfig::recovery`]) leaves those Tasks alone for it (and logs that it did);
+    /// otherwise [`Recovery::FailInterrupted`] marks them `failed`.
+    ///
+    /// The server itself never resumes a Task: an agent that answers `true` must find and
+    /// finish them on its own. The default, and the built-in [`EchoAgent`], answer `false`:
+    /// the echo agent does not implement resuming.
+    fn can_resume(&self) -> bool {
+        false
+    }
 }
 
 /// The built-in agent: replies with the text parts of the message, after an optional delay.
@@ -161,6 +181,19 @@ pub struct ServerConfig {
     /// process exactly there. Zero (the default) means no wait.
     #[doc(hidden)]
     pub finish_read_to_write_delay: Duration,
+    /// What [`serve`] does, before it accepts anything, with Tasks a previous run left
+    /// `submitted` or `working` (default [`Recovery::FailInterrupted`]: mark those whose status
+    /// timestamp is before this start, or that have none, `failed` with the status message
+    /// [`maintenance::INTERRUPTED_MESSAGE`]). Over a store shared by several live replicas use
+    /// [`Recovery::Off`]: one replica's restart would fail the Tasks the others are working
+    /// on. A [`router`] embedded elsewhere runs nothing by itself: call
+    /// [`maintenance::recover_at_startup`].
+    pub recovery: Recovery,
+    /// Keep terminal Tasks this long (by status timestamp), then delete them: [`serve`] runs
+    /// [`maintenance::retention`] in the background, at startup and then every tenth of this
+    /// (between 1 s and 1 h). `None` (the default) keeps every Task. Tasks without a status
+    /// timestamp are never deleted.
+    pub retain: Option<Duration>,
 }
 
 impl Default for ServerConfig {
@@ -178,6 +211,8 @@ impl Default for ServerConfig {
             max_background_tasks: DEFAULT_MAX_BACKGROUND_TASKS,
             max_list_bytes: DEFAULT_MAX_LIST_BYTES,
             finish_read_to_write_delay: Duration::ZERO,
+            recovery: Recovery::default(),
+            retain: None,
         }
     }
 }
@@ -200,6 +235,10 @@ struct AppState {
 /// Serves A2A on `listener` until the process ends (or the future is dropped, which stops
 /// accepting), with every Task in `store`, within the limits of `config`.
 ///
+/// Before it accepts a connection it runs the startup recovery ([`ServerConfig::recovery`]);
+/// clients that connect meanwhile wait in the listen backlog. With [`ServerConfig::retain`]
+/// it also runs retention in the background until the future ends.
+///
 /// Errors only if the listener's address cannot be read. Accept errors (such as running out
 /// of file descriptors) are logged and retried after a short pause.
 pub async fn serve(
@@ -207,13 +246,30 @@ pub async fn serve(
     store: Arc<dyn TaskStore>,
     config: ServerConfig,
 ) -> std::io::Result<()> {
+    let started = maintenance::now();
     let url = format!("http://{}/", listener.local_addr()?);
     let limits = conn::Limits {
         header_read_timeout: config.header_read_timeout,
         idle_timeout: config.idle_timeout,
         max_connections: config.max_connections,
     };
+    maintenance::recover_at_startup(&*store, &config, started).await;
+    let _retention = config.retain.map(|retain| {
+        AbortOnDrop(tokio::spawn(maintenance::retention(
+            Arc::clone(&store),
+            retain,
+        )))
+    });
     conn::run(listener, router(store, config, url), limits).await
+}
+
+/// A background task that ends with its owner.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The routes, for embedding in a larger axum application. `url` is the JSON-RPC endpoint as
