@@ -115,7 +115,10 @@ pub async fn recover_at_startup(
 /// interrupted. Each change is a [`transition`]: a Task that became terminal, moved on, or was
 /// touched after `started` meanwhile is left as it is. Returns how many Tasks it failed; a
 /// Task whose transition fails is logged and skipped; a failing `list` is the error.
-pub async fn fail_interrupted(store: &dyn TaskStore, started: Timestamp) -> Result<u64, StoreError> {
+pub async fn fail_interrupted(
+    store: &dyn TaskStore,
+    started: Timestamp,
+) -> Result<u64, StoreError> {
     let interrupted = |task: &Task| {
         let state = TaskState::parse(task_state(task));
         matches!(state, Some(TaskState::Submitted | TaskState::Working))
@@ -444,15 +447,15 @@ mod tests {
     #[tokio::test]
     async fn stores_without_a_catalog_answer_unsupported_or_are_skipped() {
         let store = NoCatalog(InMemoryTaskStore::new());
-        store
-            .save(&task("w", "working", Some(OLD)))
-            .await
-            .unwrap();
+        store.save(&task("w", "working", Some(OLD))).await.unwrap();
         let err = prune(&store, now(), &[]).await.unwrap_err();
         assert!(matches!(err, StoreError::Unsupported { .. }), "{err}");
         let config = ServerConfig::default();
         assert_eq!(recover_at_startup(&store, &config, now()).await, 0);
-        assert_eq!(task_state(&store.get("w").await.unwrap().unwrap()), "working");
+        assert_eq!(
+            task_state(&store.get("w").await.unwrap().unwrap()),
+            "working"
+        );
         // Retention ends instead of retrying forever.
         tokio::time::timeout(
             Duration::from_secs(5),
@@ -479,19 +482,14 @@ mod tests {
                 .await
                 .unwrap();
         }
-        store
-            .save(&task("untimed", "working", None))
-            .await
-            .unwrap();
+        store.save(&task("untimed", "working", None)).await.unwrap();
         for (id, state) in [("done", "completed"), ("asking", "input-required")] {
             store.save(&task(id, state, Some(OLD))).await.unwrap();
         }
         let started = now();
         // Saved after the start (by a live replica, say): left alone.
-        let later = humantime::format_rfc3339_millis(
-            SystemTime::now() + Duration::from_secs(1),
-        )
-        .to_string();
+        let later = humantime::format_rfc3339_millis(SystemTime::now() + Duration::from_secs(1))
+            .to_string();
         store
             .save(&task("live", "working", Some(&later)))
             .await
@@ -535,10 +533,7 @@ mod tests {
     #[tokio::test]
     async fn recovery_off_or_a_resuming_agent_leaves_tasks_alone() {
         let store = InMemoryTaskStore::new();
-        store
-            .save(&task("w", "working", Some(OLD)))
-            .await
-            .unwrap();
+        store.save(&task("w", "working", Some(OLD))).await.unwrap();
         let off = ServerConfig {
             recovery: Recovery::Off,
             ..Default::default()
@@ -549,10 +544,16 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(recover_at_startup(&store, &resumer, now()).await, 0);
-        assert_eq!(task_state(&store.get("w").await.unwrap().unwrap()), "working");
+        assert_eq!(
+            task_state(&store.get("w").await.unwrap().unwrap()),
+            "working"
+        );
         let on = ServerConfig::default();
         assert_eq!(recover_at_startup(&store, &on, now()).await, 1);
-        assert_eq!(task_state(&store.get("w").await.unwrap().unwrap()), "failed");
+        assert_eq!(
+            task_state(&store.get("w").await.unwrap().unwrap()),
+            "failed"
+        );
     }
 
     #[test]

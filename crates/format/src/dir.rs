@@ -569,7 +569,7 @@ impl DirStore {
         let age = SystemTime::now()
             .duration_since(meta.modified().ok()?)
             .unwrap_or_default();
-        (age > self.lease).then(|| fs::read_to_string(path).unwrap_or_default())
+        (age > self.lease).then(|| read_token(path).unwrap_or_default())
     }
 
     /// Breaks a stale lock: moves it aside (one breaker wins the rename), and if what it moved
@@ -582,7 +582,7 @@ impl DirStore {
         if fs::rename(path, &aside).is_err() {
             return; // gone already
         }
-        let moved = fs::read_to_string(&aside).unwrap_or_default();
+        let moved = read_token(&aside).unwrap_or_default();
         if moved == stale_token {
             let _ = fs::remove_file(&aside);
         } else {
@@ -593,7 +593,7 @@ impl DirStore {
     /// Fails unless `lock` is still ours and young enough that no one may break it before the
     /// renames that follow: the last check before a save changes anything.
     fn check_held(&self, lock: &Lock) -> Result<(), DirError> {
-        let held = fs::read_to_string(&lock.path).is_ok_and(|t| t == lock.token);
+        let held = read_token(&lock.path).is_some_and(|t| t == lock.token);
         if held && lock.acquired.elapsed() < self.lease / 2 {
             return Ok(());
         }
@@ -611,7 +611,7 @@ impl DirStore {
     }
 
     fn unlock(&self, lock: Lock) {
-        if fs::read_to_string(&lock.path).is_ok_and(|t| t == lock.token) {
+        if read_token(&lock.path).is_some_and(|t| t == lock.token) {
             let _ = fs::remove_file(&lock.path);
         }
     }
@@ -673,11 +673,26 @@ impl Drop for TempGuard {
     }
 }
 
+/// The token in the lock file at `path`: at most 64 bytes of a regular file, never following a
+/// link and never blocking on a FIFO (whatever else writes the directory put there).
+fn read_token(path: &Path) -> Option<String> {
+    let mut file = open_regular(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut token = String::new();
+    (&mut file).take(64).read_to_string(&mut token).ok()?;
+    Some(token)
+}
+
 /// The version record at `path`, if there is a readable one. A missing or unreadable record
 /// (say, cut short by a power loss under relaxed durability) counts as none: the Task file
 /// still reads, at version 1 past whatever was recorded.
 fn read_record(path: &Path) -> Option<Record> {
     let mut file = open_regular(path).ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
     let mut text = String::new();
     (&mut file).take(256).read_to_string(&mut text).ok()?;
     Record::parse(&text)
@@ -1157,6 +1172,43 @@ mod tests {
         let waited = started.elapsed();
         assert!(waited >= Duration::from_millis(300), "{waited:?}");
         assert!(!lock.exists(), "the lock is released after the save");
+    }
+
+    /// A lock planted as a FIFO and a version record planted as a link to an endless file are
+    /// never read through: the save breaks the stale lock and goes on, the record counts as
+    /// none. (Reading the FIFO would block for good: no one ever writes it.)
+    #[cfg(unix)]
+    #[test]
+    fn planted_fifos_and_links_as_lock_or_record_are_not_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir).with_lock_lease(Duration::from_millis(50));
+        s.save_text(r#"{"id":"k"}"#).unwrap();
+        fs::remove_file(dir.path().join(".~k.v")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.path().join(".~k.v")).unwrap();
+        let fifo = std::ffi::CString::new(dir.path().join(".~k.l").to_str().unwrap()).unwrap();
+        let old = libc::timespec {
+            tv_sec: 1,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid C path and two valid timespecs.
+        unsafe {
+            assert_eq!(libc::mkfifo(fifo.as_ptr(), 0o600), 0);
+            assert_eq!(
+                libc::utimensat(libc::AT_FDCWD, fifo.as_ptr(), [old, old].as_ptr(), 0),
+                0
+            );
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let version = s.get_versioned("k").map(|v| v.map(|(_, v)| v));
+            let saved = s.save_checked_if("k", r#"{"id":"k","n":2}"#, Expect::Version(1));
+            let _ = tx.send((version, saved, dir));
+        });
+        let (version, saved, _dir) = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the save never blocks on what was planted");
+        assert_eq!(version.unwrap(), Some(1), "no readable record: version 1");
+        assert_eq!(saved.unwrap(), 2);
     }
 
     #[test]

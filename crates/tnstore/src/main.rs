@@ -4,6 +4,8 @@
 //! invalid id, unknown or malformed selector, refused database credentials); 3 the store failed
 //! (I/O, corrupt data, a failing component, an unreachable database server); 4 a conditional
 //! save (`--if-version`, `--if-absent`) found another version stored.
+//!
+//! `prune` exits 2 for a bad duration and for a store that cannot list or delete (no catalog).
 
 use clap::{Parser, Subcommand};
 use std::io::{Read, Write};
@@ -132,6 +134,30 @@ enum Command {
         /// saving its outcome (lets a test land a cancel from another process there).
         #[arg(long, default_value_t = 0, hide = true)]
         stage_finish_delay_ms: u64,
+        /// At startup, before serving: `fail` marks the Tasks a previous run left submitted or
+        /// working (status timestamp before this start, or none) failed, with the status
+        /// message "interrupted: the server stopped before this task finished"; `off` leaves
+        /// them. Use `off` when several replicas share the store: a restarting replica would
+        /// otherwise fail the Tasks the others are working on.
+        #[arg(long, value_enum, default_value_t = RecoveryFlag::Fail)]
+        recovery: RecoveryFlag,
+        /// Delete terminal Tasks (completed, canceled, failed, rejected) whose status timestamp
+        /// is older than this (e.g. 7d, 12h, 30m), in the background: at startup, then every
+        /// tenth of it (at least every second, at most every hour). Default: keep every Task.
+        #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+        retain: Option<std::time::Duration>,
+    },
+    /// Delete, once, the Tasks whose status timestamp is older than --older-than and that are
+    /// terminal (completed, canceled, failed, rejected) or in one of the --state given. Tasks
+    /// without a status timestamp are kept. Prints `{"deleted": N}`.
+    Prune {
+        /// The age past which Tasks go, such as 7d, 12h, 30m (0s: every matching Task).
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        older_than: std::time::Duration,
+        /// Delete Tasks in this state (any spelling: working, TASK_STATE_WORKING) instead of
+        /// the terminal ones; repeat for several.
+        #[arg(long = "state", value_name = "STATE")]
+        states: Vec<String>,
     },
     /// Write the embedded file-store component to a file, for `--store wasm:<file>`.
     Component {
@@ -139,6 +165,28 @@ enum Command {
         #[arg(long, short)]
         out: PathBuf,
     },
+}
+
+/// `--recovery`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum RecoveryFlag {
+    /// Mark interrupted Tasks failed.
+    Fail,
+    /// Leave interrupted Tasks as they are.
+    Off,
+}
+
+/// A duration such as `7d`, `12h`, `30m` or `1h 30m`.
+fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    humantime::parse_duration(text).map_err(|e| format!("{e} (expected e.g. 7d, 12h, 30m)"))
+}
+
+/// [`parse_duration`], but not zero.
+fn parse_positive_duration(text: &str) -> Result<std::time::Duration, String> {
+    match parse_duration(text)? {
+        d if d.is_zero() => Err("must be longer than zero".into()),
+        d => Ok(d),
+    }
 }
 
 enum Failure {
@@ -283,6 +331,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             max_background_tasks,
             max_list_bytes,
             stage_finish_delay_ms,
+            recovery,
+            retain,
         } => {
             // Internal errors reach clients as a request id; their details go to stderr.
             let _ = tracing::subscriber::set_global_default(StderrLog);
@@ -305,6 +355,11 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 max_background_tasks,
                 max_list_bytes,
                 finish_read_to_write_delay: ms(stage_finish_delay_ms),
+                recovery: match recovery {
+                    RecoveryFlag::Fail => toolnexus_a2a::Recovery::FailInterrupted,
+                    RecoveryFlag::Off => toolnexus_a2a::Recovery::Off,
+                },
+                retain,
                 ..Default::default()
             };
             {
@@ -323,6 +378,28 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 _ = tokio::signal::ctrl_c() => Ok(()),
             }
+        }
+        Command::Prune { older_than, states } => {
+            for state in &states {
+                if toolnexus::state::TaskState::parse(state).is_none() {
+                    eprintln!("tnstore: warning: {state:?} names no A2A task state");
+                }
+            }
+            let store = open(cli.store).await?;
+            let cutoff = toolnexus_a2a::maintenance::cutoff(older_than);
+            let deleted = toolnexus_a2a::maintenance::prune(&*store, cutoff, &states)
+                .await
+                .map_err(|e| match e {
+                    // No catalog: this store cannot be pruned at all, whatever is retried.
+                    e @ StoreError::Unsupported { .. } => Failure::Usage(e.to_string()),
+                    e => Failure::from(e),
+                })?;
+            writeln!(
+                std::io::stdout().lock(),
+                "{}",
+                serde_json::json!({ "deleted": deleted })
+            )
+            .map_err(|e| Failure::Store(format!("cannot write output: {e}")))
         }
         Command::Get { id, show_version } => {
             let store = open(cli.store).await?;

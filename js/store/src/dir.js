@@ -194,9 +194,12 @@ function readRecord(name) {
   return text === null ? null : parseRecord(text);
 }
 
-/** The token in a lock file, `''` if it cannot be read (as Rust's `unwrap_or_default`). */
+/**
+ * The token in a lock file, `''` if it cannot be read (as Rust's `read_token`): only a regular
+ * file, never through a link, never a FIFO that would block the open.
+ */
 function readLockToken(name) {
-  return readSmall(name, MAX_LOCK_BYTES, { regularOnly: false }) ?? '';
+  return readSmall(name, MAX_LOCK_BYTES, { regularOnly: true }) ?? '';
 }
 
 /** Flushes the directory itself, so a rename or unlink survives power loss. */

@@ -59,3 +59,46 @@ pub async fn call(client: &reqwest::Client, url: &str, method: &str, params: Val
         .await
         .unwrap()
 }
+
+/// Runs `tnstore <args>` to its end with `stdin` as its input (after `configure` has set
+/// anything else on the command); its exit status and output.
+pub fn run(
+    args: &[&str],
+    stdin: &str,
+    configure: impl FnOnce(&mut Command),
+) -> std::process::Output {
+    use std::io::Write;
+    let mut command = Command::new(TNSTORE);
+    command
+        .args(args)
+        .env_remove("TNSTORE_STORE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    configure(&mut command);
+    let mut child = command.spawn().expect("tnstore starts");
+    let mut input = child.stdin.take().unwrap();
+    input.write_all(stdin.as_bytes()).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// Polls `GetTask` until `done` holds for the answer (the whole response), at most `tries`
+/// times 20 ms apart; the last answer, and whether `done` held.
+pub async fn poll_task(
+    client: &reqwest::Client,
+    url: &str,
+    id: &str,
+    tries: usize,
+    done: impl Fn(&Value) -> bool,
+) -> (Value, bool) {
+    let mut last = Value::Null;
+    for _ in 0..tries {
+        last = call(client, url, "GetTask", json!({"id": id})).await;
+        if done(&last) {
+            return (last, true);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    (last, false)
+}
