@@ -118,10 +118,14 @@ async fn the_server_refuses_to_cancel_a_task_terminal_in_any_spelling() {
     let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
+    // Tasks are saved behind the server's back, with no timestamps: not interrupted ones.
     tokio::spawn(toolnexus_a2a::serve(
         listener,
         Arc::clone(&store),
-        Default::default(),
+        toolnexus_a2a::ServerConfig {
+            recovery: toolnexus_a2a::Recovery::Off,
+            ..Default::default()
+        },
     ));
     let client = reqwest::Client::new();
     for state in TaskState::ALL {

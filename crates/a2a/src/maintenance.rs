@@ -472,7 +472,9 @@ mod tests {
     #[tokio::test]
     async fn recovery_fails_interrupted_tasks_started_before_the_server() {
         let store = InMemoryTaskStore::new();
-        for i in 0..7 {
+        // More than a page of each.
+        let n = WALK_PAGE_SIZE + 7;
+        for i in 0..n {
             store
                 .save(&task(&format!("s{i}"), "submitted", Some(OLD)))
                 .await
@@ -496,8 +498,8 @@ mod tests {
             .unwrap();
 
         let failed = fail_interrupted(&store, started).await.unwrap();
-        assert_eq!(failed, 15);
-        for i in 0..7 {
+        assert_eq!(failed, 2 * n as u64 + 1);
+        for i in 0..n {
             for id in [format!("s{i}"), format!("w{i}")] {
                 let got = store.get(&id).await.unwrap().unwrap();
                 assert_eq!(task_state(&got), "failed", "{id}");
@@ -516,6 +518,57 @@ mod tests {
         }
         // Nothing left to recover.
         assert_eq!(fail_interrupted(&store, started).await.unwrap(), 0);
+    }
+
+    /// A store where another writer cancels each listed Task right after the listing, before
+    /// recovery reads it again.
+    struct CanceledAfterListing(InMemoryTaskStore);
+
+    #[async_trait::async_trait]
+    impl TaskStore for CanceledAfterListing {
+        async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+            self.0.get(id).await
+        }
+        async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
+            self.0.get_versioned(id).await
+        }
+        async fn save(&self, task: &Task) -> Result<(), StoreError> {
+            self.0.save(task).await
+        }
+        async fn save_versioned(
+            &self,
+            task: &Task,
+            expect: toolnexus_core::Expect,
+        ) -> Result<u64, StoreError> {
+            self.0.save_versioned(task, expect).await
+        }
+        async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+            let page = self.0.list(query).await?;
+            for listed in &page.tasks {
+                let Ok(canceled) = with_status(listed, "canceled", None) else {
+                    panic!("a Task with a status")
+                };
+                self.0.save(&canceled).await?;
+            }
+            Ok(page)
+        }
+        fn describe(&self) -> String {
+            "canceled after listing".into()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cancel_landing_during_recovery_wins() {
+        let store = CanceledAfterListing(InMemoryTaskStore::new());
+        store
+            .0
+            .save(&task("w", "working", Some(OLD)))
+            .await
+            .unwrap();
+        assert_eq!(fail_interrupted(&store, now()).await.unwrap(), 0);
+        let kept = store.0.get("w").await.unwrap().unwrap();
+        assert_eq!(task_state(&kept), "canceled");
+        assert!(kept.as_map()["status"].get("message").is_none());
     }
 
     struct Resumer;

@@ -114,12 +114,8 @@ async fn a_task_interrupted_by_sigkill_is_failed_at_restart_over_the_component()
 async fn with_recovery_off_an_interrupted_task_stays_working() {
     let tmp = tempfile::tempdir().unwrap();
     let selector = format!("file:{}", tmp.path().join("tasks").display());
-    let task = interrupt_and_restart(
-        &selector,
-        &tmp.path().join("cache"),
-        &["--recovery", "off"],
-    )
-    .await;
+    let task =
+        interrupt_and_restart(&selector, &tmp.path().join("cache"), &["--recovery", "off"]).await;
     assert_eq!(task["status"]["state"], "working", "{task}");
     assert!(task["status"].get("message").is_none(), "{task}");
 }

@@ -17,9 +17,15 @@ struct Running {
 
 fn start(dir: &Path, cache: &Path) -> Running {
     let store = format!("wasm:builtin?dir={}", dir.display());
-    let serving = common::serve(&["--store", &store], &["--echo-delay-ms", "300"], |c| {
-        c.env("TOOLNEXUS_CACHE_DIR", cache);
-    });
+    // Durability across a kill, not recovery (which `recovery.rs` tests): interrupted Tasks
+    // are left as they were.
+    let serving = common::serve(
+        &["--store", &store],
+        &["--echo-delay-ms", "300", "--recovery", "off"],
+        |c| {
+            c.env("TOOLNEXUS_CACHE_DIR", cache);
+        },
+    );
     Running {
         child: serving.child,
         url: serving.url,
