@@ -279,7 +279,8 @@ impl DirStore {
     /// The text is checked to be a Task whose `id` is `id`; anything else is
     /// [`DirError::Corrupt`], never `None` and never someone else's Task.
     pub fn get_text(&self, id: &str) -> Result<Option<String>, DirError> {
-        Ok(self.get_versioned(id)?.map(|(text, _)| text))
+        let name = id::encode_id(id).map_err(DirError::InvalidId)?;
+        Ok(self.read_task(id, &name)?.map(|(text, _)| text))
     }
 
     /// Like [`DirStore::get_text`], with the Task's version.
@@ -291,7 +292,13 @@ impl DirStore {
         let name = id::encode_id(id).map_err(DirError::InvalidId)?;
         let (record_name, _) = side_names(&name);
         let record = read_record(&self.root.join(record_name));
-        let path = self.root.join(&name);
+        let found = self.read_task(id, &name)?;
+        Ok(found.map(|(text, stamp)| (text, Record::version_of(record, stamp))))
+    }
+
+    /// The Task file `name`, checked to hold the Task `id`, with its stamp; `None` if missing.
+    fn read_task(&self, id: &str, name: &str) -> Result<Option<(String, Stamp)>, DirError> {
+        let path = self.root.join(name);
         let Some((text, stamp)) = read_text(&path)? else {
             return Ok(None);
         };
@@ -305,7 +312,7 @@ impl DirStore {
                 reason: id_mismatch(id, &stored_id),
             });
         }
-        Ok(Some((text, Record::version_of(record, stamp))))
+        Ok(Some((text, stamp)))
     }
 
     /// One page of the Tasks matching `query`, newest status timestamp first (see
