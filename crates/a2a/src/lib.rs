@@ -1,17 +1,30 @@
-//! An A2A JSON-RPC server whose every Task read and write goes through a [`TaskStore`].
+//! An A2A server whose every Task read and write goes through a [`TaskStore`]: the HTTP layer
+//! over the I/O-free protocol core [`toolnexus_a2a_protocol`].
 //!
-//! [`serve`] answers the agent card at `/.well-known/agent-card.json` and JSON-RPC 2.0 at `/`:
-//! `SendMessage`, `GetTask`, `CancelTask`, `ListTasks`, `DeleteTask` (and the older names
-//! `message/send`, `tasks/get`, `tasks/cancel`, `tasks/list`, `tasks/delete`). `SendMessage`
-//! saves the new Task as `submitted`, answers with it, then runs the [`Agent`] in the background,
-//! saving `working` and then `completed` (with an artifact) or `failed` — each through the store,
-//! so a restarted server over the same store finds every acknowledged Task in its last state.
+//! [`serve`] answers, on one port:
+//!
+//! - the agent card at `/.well-known/agent-card.json` (A2A 1.0 `supportedInterfaces`, with the
+//!   0.3 fields beside them);
+//! - **JSON-RPC 2.0** at `/`: `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`,
+//!   `CancelTask`, `SubscribeToTask`, `DeleteTask`, and the 0.3 names (`message/send`,
+//!   `message/stream`, `tasks/get`, `tasks/list`, `tasks/cancel`, `tasks/resubscribe`,
+//!   `tasks/delete`);
+//! - **HTTP+JSON**: `POST /message:send`, `POST /message:stream`, `GET /tasks/{id}`,
+//!   `GET /tasks`, `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe`, each also
+//!   under `/{tenant}/…` and under `/v1/…`.
+//!
+//! The protocol version of each request is its `A2A-Version` header (none or empty: 0.3;
+//! `1.0`; anything else: -32009). Streams are server-sent events. Tasks are stored in one form
+//! (A2A 0.3 JSON) whatever version the client speaks; see `docs/a2a-protocol.md`.
 //!
 //! It knows no store: give it any `Arc<dyn TaskStore>` (from `toolnexus::resolve_store`, or
-//! your own). State changes go through
-//! [`toolnexus_core::transition`](mod@toolnexus_core::transition), so a cancel racing the
-//! agent's completion is never lost, within one process or across replicas sharing a store
-//! that can compare-and-set.
+//! your own), or a [`Stores`] for tenants and owners (each its own store namespace). State
+//! changes go through [`toolnexus_core::transition`](mod@toolnexus_core::transition), so a
+//! cancel racing the agent's completion is never lost, within one process or across replicas
+//! sharing a store that can compare-and-set.
+//!
+//! With [`ServerConfig::tokens`], every request but the agent card needs a bearer token; its
+//! owner's Tasks live in their own namespace, invisible to every other owner.
 //!
 //! At startup, before it accepts anything, [`serve`] resolves the Tasks a crashed run left
 //! `submitted` or `working` ([`ServerConfig::recovery`]: marked `failed` with a reason by
@@ -19,14 +32,9 @@
 //! background; both go through the store's `list` and `delete` ([`maintenance`]).
 //!
 //! [`serve`] also protects itself: each limit is a field of [`ServerConfig`] (defaults there).
-//! A request head must arrive within the header timeout, its body within the body timeout,
-//! and a keep-alive connection on which nothing moves is closed after the idle timeout; at most
-//! `max_connections` connections are served at once; at most `max_background_tasks` agents run
-//! or wait in the background (past that, `SendMessage` answers [`codes::SERVER_BUSY`] and saves
-//! nothing); a list answer carries at most `max_list_bytes` of Tasks (a longer page is cut and
-//! continues with its `nextPageToken`). Every answer has an `x-request-id` header; an internal
-//! error (a store failing, say) reaches the client only as `internal error (request id …)`,
-//! while its details are logged (target `toolnexus::server`, field `request_id`).
+//! Every answer has an `x-request-id` header; an internal error (a store failing, say) reaches
+//! the client only as `internal error (request id …)`, while its details are logged (target
+//! `toolnexus::server`, field `request_id`).
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -39,46 +47,39 @@
 //! ```
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
-use toolnexus_core::state::is_terminal_state;
-use toolnexus_core::transition::{Step, TransitionError, transition};
-use toolnexus_core::{
-    Expect, ListQuery, StoreError, Task, TaskPage, TaskStore, Timestamp, task_state,
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+use toolnexus_a2a_protocol::call::{self, Call};
+use toolnexus_a2a_protocol::card::{CardInfo, agent_card as card_json};
+use toolnexus_a2a_protocol::{
+    A2aError, Answer, ErrorKind, Scope, Service, ServiceConfig, Spawn, Subscription, Version,
 };
+use toolnexus_core::TaskStore;
 
+pub mod auth;
 mod conn;
 pub mod maintenance;
 
+pub use auth::Tokens;
 pub use maintenance::Recovery;
-
-/// JSON-RPC and A2A error codes.
-pub mod codes {
-    pub const PARSE_ERROR: i64 = -32700;
-    pub const INVALID_REQUEST: i64 = -32600;
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    pub const INVALID_PARAMS: i64 = -32602;
-    pub const INTERNAL_ERROR: i64 = -32603;
-    pub const TASK_NOT_FOUND: i64 = -32001;
-    pub const TASK_NOT_CANCELABLE: i64 = -32002;
-    pub const UNSUPPORTED_OPERATION: i64 = -32004;
-    /// The server has as many agents running or waiting in the background as it allows
-    /// ([`crate::ServerConfig::max_background_tasks`]); nothing was saved, retry later.
-    pub const SERVER_BUSY: i64 = -32000;
-}
+pub use toolnexus_a2a_protocol::{
+    Agent, EchoAgent, Reply, SingleStore, Stopped, Stores, Work, codes,
+};
 
 /// The response header that carries the id of every request, also named in internal-error
 /// messages and in the log.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
+/// The request header that names the protocol version.
+pub const VERSION_HEADER: &str = "a2a-version";
 
 /// Default of [`ServerConfig::header_read_timeout`].
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -94,46 +95,8 @@ pub const DEFAULT_MAX_BACKGROUND_TASKS: usize = 1024;
 pub const DEFAULT_MAX_LIST_BYTES: usize = 16 << 20;
 /// Default of [`ServerConfig::max_body_bytes`].
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
-
-/// The agent logic a runtime plugs in: given the Task (as saved, `working`) and the user's
-/// message, produce the reply text, or an error message that fails the Task.
-#[async_trait::async_trait]
-pub trait Agent: Send + Sync {
-    async fn run(&self, task: &Task, message: &Value) -> Result<String, String>;
-
-    /// Whether this agent picks up, by itself, the Tasks a previous run of the server left
-    /// `submitted` or `working` (after a crash, say). If it says so, the startup recovery
-    /// ([`ServerConfig::recovery`]) leaves those Tasks alone for it (and logs that it did);
-    /// otherwise [`Recovery::FailInterrupted`] marks them `failed`.
-    ///
-    /// The server itself never resumes a Task: an agent that answers `true` must find and
-    /// finish them on its own. The default, and the built-in [`EchoAgent`], answer `false`:
-    /// the echo agent does not implement resuming.
-    fn can_resume(&self) -> bool {
-        false
-    }
-}
-
-/// The built-in agent: replies with the text parts of the message, after an optional delay.
-#[derive(Debug, Clone, Default)]
-pub struct EchoAgent {
-    /// How long to "think" before answering (for demos and restart tests).
-    pub delay: Duration,
-}
-
-#[async_trait::async_trait]
-impl Agent for EchoAgent {
-    async fn run(&self, _task: &Task, message: &Value) -> Result<String, String> {
-        tokio::time::sleep(self.delay).await;
-        let text: Vec<&str> = message["parts"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|p| p["text"].as_str())
-            .collect();
-        Ok(text.join("\n"))
-    }
-}
+/// Default of [`ServerConfig::poll_interval`].
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How the server presents itself, what it accepts, and its limits.
 ///
@@ -160,7 +123,7 @@ pub struct ServerConfig {
     pub body_read_timeout: Duration,
     /// How long a connection may sit with nothing moving on it while the server waits for the
     /// client, to take an answer or to start its next request (default 60 s); then it is
-    /// closed.
+    /// closed. An event stream sends a keep-alive comment well within it.
     pub idle_timeout: Duration,
     /// The most connections served at once (default 1024; 0 counts as 1). Past it the server
     /// stops accepting until one closes: further clients wait in the operating system's listen
@@ -173,27 +136,30 @@ pub struct ServerConfig {
     pub max_background_tasks: usize,
     /// The most bytes of Task JSON in one `ListTasks` answer (default 16 MiB). A page that would
     /// be larger is cut before the Task that goes over, with a `nextPageToken` to continue
-    /// from; a page always has at least one Task, so a single Task larger than this comes on a
-    /// page of its own.
+    /// from; a page always has at least one Task.
     pub max_list_bytes: usize,
     /// Test hook, not for production: how long the background agent's final step waits between
-    /// reading the Task and saving its outcome, so a test can land a cancel from another
-    /// process exactly there. Zero (the default) means no wait.
+    /// reading the Task and saving its outcome. Zero (the default) means no wait.
     #[doc(hidden)]
     pub finish_read_to_write_delay: Duration,
     /// What [`serve`] does, before it accepts anything, with Tasks a previous run left
-    /// `submitted` or `working` (default [`Recovery::FailInterrupted`]: mark those whose status
-    /// timestamp is before this start, or that have none, `failed` with the status message
-    /// [`maintenance::INTERRUPTED_MESSAGE`]). Over a store shared by several live replicas use
-    /// [`Recovery::Off`]: one replica's restart would fail the Tasks the others are working
-    /// on. A [`router`] embedded elsewhere runs nothing by itself: call
-    /// [`maintenance::recover_at_startup`].
+    /// `submitted` or `working` (default [`Recovery::FailInterrupted`]). Over a store shared by
+    /// several live replicas use [`Recovery::Off`]. A [`router`] embedded elsewhere runs
+    /// nothing by itself: call [`maintenance::recover_at_startup`].
     pub recovery: Recovery,
     /// Keep terminal Tasks this long (by status timestamp), then delete them: [`serve`] runs
-    /// [`maintenance::retention`] in the background, at startup and then every tenth of this
-    /// (between 1 s and 1 h). `None` (the default) keeps every Task. Tasks without a status
-    /// timestamp are never deleted.
+    /// [`maintenance::retention`] in the background. `None` (the default) keeps every Task.
     pub retain: Option<Duration>,
+    /// Bearer tokens, each mapped to an owner (default none: no authentication). With them,
+    /// every request but the agent card needs `Authorization: Bearer <token>` (else HTTP 401),
+    /// and each owner's Tasks are in the owner's own store namespace.
+    pub tokens: Option<Arc<Tokens>>,
+    /// The tenants requests may name (`/{tenant}/…`, or `tenant` in JSON-RPC params); each is
+    /// its own store namespace. Any other tenant is refused (-32602). Default none.
+    pub tenants: Vec<String>,
+    /// How often a stream or a waiting send reads the store again when nothing in this process
+    /// woke it, to see what another replica saved (default 500 ms).
+    pub poll_interval: Duration,
 }
 
 impl Default for ServerConfig {
@@ -213,23 +179,49 @@ impl Default for ServerConfig {
             finish_read_to_write_delay: Duration::ZERO,
             recovery: Recovery::default(),
             retain: None,
+            tokens: None,
+            tenants: Vec::new(),
+            poll_interval: DEFAULT_POLL_INTERVAL,
         }
     }
 }
 
+impl ServerConfig {
+    /// Every namespace requests can reach: the root (`None`) without tokens, each owner's with
+    /// them, and each of those in each tenant. Recovery and retention walk all of them.
+    pub fn namespaces(&self) -> Vec<Option<String>> {
+        let owners: Vec<Option<String>> = match &self.tokens {
+            None => vec![None],
+            Some(tokens) => tokens.owners().into_iter().map(Some).collect(),
+        };
+        let mut out = Vec::new();
+        for tenant in std::iter::once(None).chain(self.tenants.iter().cloned().map(Some)) {
+            for owner in &owners {
+                out.push(
+                    Scope {
+                        tenant: tenant.clone(),
+                        owner: owner.clone(),
+                    }
+                    .namespace(),
+                );
+            }
+        }
+        out
+    }
+}
+
 struct AppState {
-    store: Arc<dyn TaskStore>,
+    service: Service,
     config: ServerConfig,
-    url: String,
-    /// One lock per Task id with a transition in flight, so a cancel and the background agent
-    /// never interleave their read-modify-write in this process. Only for stores without
-    /// versions: over a store with them, each transition is a compare-and-set on the version
-    /// it read, which also holds against other processes.
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// Whether the store keeps versions (found out on first use).
-    versioned: tokio::sync::OnceCell<bool>,
-    /// One permit per background agent, running or waiting ([`ServerConfig::max_background_tasks`]).
-    background: Arc<Semaphore>,
+    card: Value,
+}
+
+struct TokioSpawn;
+
+impl Spawn for TokioSpawn {
+    fn spawn(&self, future: BoxFuture<'static, ()>) {
+        tokio::spawn(future);
+    }
 }
 
 /// Serves A2A on `listener` until the process ends (or the future is dropped, which stops
@@ -246,6 +238,15 @@ pub async fn serve(
     store: Arc<dyn TaskStore>,
     config: ServerConfig,
 ) -> std::io::Result<()> {
+    serve_stores(listener, Arc::new(SingleStore(store)), config).await
+}
+
+/// [`serve`] over the namespaces of `stores`: the root store, and one per tenant and owner.
+pub async fn serve_stores(
+    listener: tokio::net::TcpListener,
+    stores: Arc<dyn Stores>,
+    config: ServerConfig,
+) -> std::io::Result<()> {
     let started = maintenance::now();
     let url = format!("http://{}/", listener.local_addr()?);
     let limits = conn::Limits {
@@ -253,14 +254,30 @@ pub async fn serve(
         idle_timeout: config.idle_timeout,
         max_connections: config.max_connections,
     };
-    maintenance::recover_at_startup(&*store, &config, started).await;
-    let _retention = config.retain.map(|retain| {
-        AbortOnDrop(tokio::spawn(maintenance::retention(
-            Arc::clone(&store),
-            retain,
-        )))
-    });
-    conn::run(listener, router(store, config, url), limits).await
+    let mut namespaced = Vec::new();
+    for ns in config.namespaces() {
+        match stores.store(ns.as_deref()).await {
+            Ok(store) => namespaced.push(store),
+            Err(e) => tracing::warn!(target: "toolnexus::server", namespace = ?ns, error = %e,
+                "cannot open a namespace for recovery and retention"),
+        }
+    }
+    for store in &namespaced {
+        maintenance::recover_at_startup(&**store, &config, started).await;
+    }
+    let _retention: Vec<AbortOnDrop> = match config.retain {
+        None => Vec::new(),
+        Some(retain) => namespaced
+            .iter()
+            .map(|store| {
+                AbortOnDrop(tokio::spawn(maintenance::retention(
+                    Arc::clone(store),
+                    retain,
+                )))
+            })
+            .collect(),
+    };
+    conn::run(listener, router_stores(stores, config, url), limits).await
 }
 
 /// A background task that ends with its owner.
@@ -272,22 +289,48 @@ impl Drop for AbortOnDrop {
     }
 }
 
-/// The routes, for embedding in a larger axum application. `url` is the JSON-RPC endpoint as
-/// clients should see it (it goes on the agent card).
+/// The routes, for embedding in a larger axum application. `url` is the base URL as clients
+/// should see it (the JSON-RPC endpoint and the root of the HTTP+JSON routes; it goes on the
+/// agent card).
 pub fn router(store: Arc<dyn TaskStore>, config: ServerConfig, url: String) -> Router {
+    router_stores(Arc::new(SingleStore(store)), config, url)
+}
+
+/// [`router`] over the namespaces of `stores`.
+pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String) -> Router {
     let limit = config.max_body_bytes;
-    let background = Arc::new(Semaphore::new(config.max_background_tasks.max(1)));
-    let state = Arc::new(AppState {
-        store,
-        config,
+    let output_modes = vec!["text/plain".to_owned()];
+    let card = card_json(&CardInfo {
+        name: config.name.clone(),
+        description: config.description.clone(),
+        version: env!("CARGO_PKG_VERSION").into(),
         url,
-        locks: Mutex::new(HashMap::new()),
-        versioned: tokio::sync::OnceCell::new(),
-        background,
+        bearer_auth: config.tokens.is_some(),
+        output_modes: output_modes.clone(),
+    });
+    let service = Service::new(
+        stores,
+        ServiceConfig {
+            agent: Arc::clone(&config.agent),
+            max_background_tasks: config.max_background_tasks,
+            max_list_bytes: config.max_list_bytes,
+            tenants: config.tenants.iter().cloned().collect::<HashSet<_>>(),
+            poll_interval: config.poll_interval,
+            output_modes,
+            finish_read_to_write_delay: config.finish_read_to_write_delay,
+        },
+        Arc::new(TokioSpawn),
+    );
+    let state = Arc::new(AppState {
+        service,
+        config,
+        card,
     });
     Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
+        .route("/.well-known/agent.json", get(agent_card))
         .route("/", post(json_rpc))
+        .fallback(rest)
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn(with_request_id))
         .with_state(state)
@@ -300,7 +343,7 @@ struct RequestId(Arc<str>);
 
 /// Gives every request a fresh id (a version-4 UUID, never one the client sent).
 async fn with_request_id(mut request: Request, next: Next) -> Response {
-    let id = RequestId(new_id().into());
+    let id = RequestId(toolnexus_a2a_protocol::service::new_id().into());
     request.extensions_mut().insert(id.clone());
     let mut response = next.run(request).await;
     if let Ok(value) = HeaderValue::from_str(&id.0) {
@@ -309,86 +352,147 @@ async fn with_request_id(mut request: Request, next: Next) -> Response {
     response
 }
 
-async fn agent_card(State(state): State<Arc<AppState>>) -> axum::Json<Value> {
-    axum::Json(json!({
-        "name": state.config.name,
-        "description": state.config.description,
-        "url": state.url,
-        "version": env!("CARGO_PKG_VERSION"),
-        "protocolVersion": "0.3.0",
-        "preferredTransport": "JSONRPC",
-        "capabilities": {"streaming": false, "pushNotifications": false, "stateTransitionHistory": false},
-        "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"],
-        "skills": [{"id": "echo", "name": "Echo", "description": "Replies with the text it is sent.", "tags": ["echo"]}],
-    }))
+async fn agent_card(State(state): State<Arc<AppState>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        state.card.to_string(),
+    )
+        .into_response()
 }
 
-/// A JSON-RPC error. `message` goes to the client; `detail`, when there is one, only to the
-/// log: the error is then internal and the client sees `internal error (request id …)`.
-struct RpcError {
-    code: i64,
-    message: String,
-    detail: Option<String>,
+/// The binding of a request, for the shape of its answers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Binding {
+    JsonRpc,
+    Rest,
 }
 
-impl RpcError {
-    /// An error that is the caller's, whose message is safe to show.
-    fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError {
-            code,
-            message: message.into(),
-            detail: None,
+/// Everything a request carries besides its call: version, owner, id.
+struct Ctx {
+    request_id: RequestId,
+    version: Version,
+    owner: Option<String>,
+    binding: Binding,
+    /// The JSON-RPC request id.
+    rpc_id: Value,
+    method: String,
+}
+
+impl Ctx {
+    fn log(&self, e: &A2aError) {
+        if e.detail.is_some() {
+            tracing::error!(target: "toolnexus::server", request_id = %self.request_id.0,
+                method = %self.method, error = %e.detail(), "request failed");
         }
     }
 
-    /// An internal error: `detail` (paths, store and component details) goes to the log only.
-    fn internal(detail: impl Into<String>) -> Self {
-        RpcError {
-            code: codes::INTERNAL_ERROR,
-            message: "internal error".into(),
-            detail: Some(detail.into()),
+    fn error(&self, e: A2aError) -> Response {
+        self.log(&e);
+        match self.binding {
+            Binding::JsonRpc => {
+                let body = json!({"jsonrpc": "2.0", "id": self.rpc_id,
+                    "error": e.jsonrpc_error(&self.request_id.0)});
+                // An authentication failure is HTTP 401 in both bindings.
+                let status = if e.kind == ErrorKind::Unauthenticated {
+                    StatusCode::UNAUTHORIZED
+                } else {
+                    StatusCode::OK
+                };
+                with_auth_challenge(json_response(status, body.to_string()), &e)
+            }
+            Binding::Rest => {
+                let status =
+                    StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
+                with_auth_challenge(
+                    json_response(status, e.rest_body(&self.request_id.0).to_string()),
+                    &e,
+                )
+            }
         }
     }
 
-    /// The whole error, for the log.
-    fn detail(&self) -> &str {
-        self.detail.as_deref().unwrap_or(&self.message)
+    fn value(&self, value: Value) -> Response {
+        let body = match self.binding {
+            Binding::JsonRpc => json!({"jsonrpc": "2.0", "id": self.rpc_id, "result": value}),
+            Binding::Rest => value,
+        };
+        json_response(StatusCode::OK, body.to_string())
     }
 }
 
-impl std::fmt::Display for RpcError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.detail())
+fn with_auth_challenge(mut response: Response, e: &A2aError) -> Response {
+    if e.kind == ErrorKind::Unauthenticated {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     }
+    response
 }
 
-/// Store errors that are the caller's keep a message that names nothing of the store (no
-/// selector, path, component or database); every other one is internal.
-impl From<StoreError> for RpcError {
-    fn from(err: StoreError) -> Self {
-        match &err {
-            StoreError::Unsupported { operation, .. } => RpcError::new(
-                codes::UNSUPPORTED_OPERATION,
-                format!("the store does not support {operation}"),
-            ),
-            // About the id or Task the caller sent (the Task's own id and sizes only).
-            StoreError::InvalidId { .. }
-            | StoreError::InvalidTask(_)
-            | StoreError::TaskTooLarge { .. } => {
-                RpcError::new(codes::INVALID_PARAMS, err.to_string())
+fn json_response(status: StatusCode, body: String) -> Response {
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// The version and owner of a request, from its headers.
+fn identify(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> (Result<Version, A2aError>, Result<Option<String>, A2aError>) {
+    let version = match headers.get(VERSION_HEADER) {
+        None => Ok(Version::V0_3),
+        Some(value) => match value.to_str() {
+            Ok(v) => Version::from_header(Some(v)),
+            Err(_) => Err(A2aError::new(
+                ErrorKind::VersionNotSupported,
+                "the A2A-Version header is not text",
+            )),
+        },
+    };
+    let owner = match &state.config.tokens {
+        None => Ok(None),
+        Some(tokens) => {
+            let presented = headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok());
+            match presented.and_then(|a| tokens.owner(a)) {
+                Some(owner) => Ok(Some(owner.to_owned())),
+                None => Err(A2aError::new(
+                    ErrorKind::Unauthenticated,
+                    if presented.is_some() {
+                        "the bearer token is not valid"
+                    } else {
+                        "this server needs a bearer token (Authorization: Bearer <token>)"
+                    },
+                )),
             }
-            // A store's policy refusing the request: its reason is meant for the caller; which
-            // store (a selector, a component file) is not.
-            StoreError::Rejected { reason, .. } => RpcError::new(
-                codes::INVALID_PARAMS,
-                format!("the store refused the request: {reason}"),
-            ),
-            // A page token the store did not make: the caller's.
-            StoreError::InvalidQuery { reason } => {
-                RpcError::new(codes::INVALID_PARAMS, reason.clone())
-            }
-            _ => RpcError::internal(err.to_string()),
+        }
+    };
+    (version, owner)
+}
+
+/// Reads the whole body within the body timeout; `Err` is the answer to give instead.
+async fn read_body(
+    state: &AppState,
+    request: Request,
+    request_id: &RequestId,
+) -> Result<Bytes, Response> {
+    let read = tokio::time::timeout(
+        state.config.body_read_timeout,
+        Bytes::from_request(request, &()),
+    );
+    match read.await {
+        Ok(Ok(body)) => Ok(body),
+        // Too large (413) or broken off (400), as axum answers them.
+        Ok(Err(rejection)) => Err(rejection.into_response()),
+        Err(_elapsed) => {
+            tracing::debug!(target: "toolnexus::server", request_id = %request_id.0,
+                "request body not received within the body timeout");
+            Err((
+                StatusCode::REQUEST_TIMEOUT,
+                [(header::CONNECTION, "close")],
+                "request body not received in time",
+            )
+                .into_response())
         }
     }
 }
@@ -398,476 +502,216 @@ async fn json_rpc(
     Extension(request_id): Extension<RequestId>,
     request: Request,
 ) -> Response {
-    let read = tokio::time::timeout(
-        state.config.body_read_timeout,
-        Bytes::from_request(request, &state),
-    );
-    let body = match read.await {
-        Ok(Ok(body)) => body,
-        // Too large (413) or broken off (400), as axum answers them.
-        Ok(Err(rejection)) => return rejection.into_response(),
-        Err(_elapsed) => {
-            tracing::debug!(target: "toolnexus::server", request_id = %request_id.0,
-                "request body not received within the body timeout");
-            return (
-                StatusCode::REQUEST_TIMEOUT,
-                [(header::CONNECTION, "close")],
-                "request body not received in time",
-            )
-                .into_response();
-        }
+    let (version, owner) = identify(&state, request.headers());
+    let mut ctx = Ctx {
+        request_id: request_id.clone(),
+        version: Version::V0_3,
+        owner: None,
+        binding: Binding::JsonRpc,
+        rpc_id: Value::Null,
+        method: String::new(),
+    };
+    let body = match read_body(&state, request, &request_id).await {
+        Ok(body) => body,
+        Err(response) => return response,
     };
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
         Err(e) => {
-            return reply(
-                &request_id,
-                "",
-                Value::Null,
-                Err(RpcError::new(
-                    codes::PARSE_ERROR,
-                    format!("parse error: {e}"),
-                )),
-            );
+            return ctx.error(A2aError::new(ErrorKind::Parse, format!("parse error: {e}")));
         }
     };
     let id = request.get("id").cloned().unwrap_or(Value::Null);
     let valid_id = matches!(id, Value::Null | Value::String(_) | Value::Number(_));
+    if valid_id {
+        ctx.rpc_id = id;
+    }
     let method = request.get("method").and_then(Value::as_str);
     let (Some(method), true, Some("2.0")) = (
         method,
         valid_id,
         request.get("jsonrpc").and_then(Value::as_str),
     ) else {
-        let id = if valid_id { id } else { Value::Null };
-        return reply(
-            &request_id,
-            "",
-            id,
-            Err(RpcError::new(
-                codes::INVALID_REQUEST,
-                "not a JSON-RPC 2.0 request",
-            )),
-        );
+        return ctx.error(A2aError::new(
+            ErrorKind::InvalidRequest,
+            "not a JSON-RPC 2.0 request",
+        ));
     };
-    let params = request.get("params").cloned().unwrap_or(Value::Null);
-    let result = match method {
-        "SendMessage" | "message/send" => send_message(&state, &request_id, &params)
-            .await
-            .map(|v| v.to_string()),
-        "GetTask" | "tasks/get" => get_task(&state, &params).await.map(|v| v.to_string()),
-        "CancelTask" | "tasks/cancel" => cancel_task(&state, &params).await.map(|v| v.to_string()),
-        "ListTasks" | "tasks/list" => list_tasks(&state, &params).await,
-        "DeleteTask" | "tasks/delete" => delete_task(&state, &params).await.map(|v| v.to_string()),
-        other => Err(RpcError::new(
-            codes::METHOD_NOT_FOUND,
-            format!("method not found: {other}"),
-        )),
+    ctx.method = method.to_owned();
+    ctx.owner = match owner {
+        Ok(owner) => owner,
+        Err(e) => return ctx.error(e),
     };
-    reply(&request_id, method, id, result)
+    ctx.version = match version {
+        Ok(version) => version,
+        Err(e) => return ctx.error(e),
+    };
+    let params = request.get("params").unwrap_or(&Value::Null);
+    let parsed = match call::from_jsonrpc(method, params, ctx.version) {
+        Ok(parsed) => parsed,
+        Err(e) => return ctx.error(e),
+    };
+    answer(&state, ctx, parsed.tenant, parsed.call).await
 }
 
-/// The JSON-RPC answer, `result` being JSON text already. An internal error is logged with the
-/// request id, and answered with that id only.
-fn reply(
-    request_id: &RequestId,
-    method: &str,
-    id: Value,
-    result: Result<String, RpcError>,
+/// The HTTP+JSON binding: every route but the card and `/`.
+async fn rest(
+    State(state): State<Arc<AppState>>,
+    Extension(request_id): Extension<RequestId>,
+    request: Request,
 ) -> Response {
-    let body = match result {
-        Ok(result) => format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#),
-        Err(e) => {
-            let message = if e.detail.is_some() {
-                tracing::error!(target: "toolnexus::server", request_id = %request_id.0, method,
-                    error = %e.detail(), "request failed");
-                format!("{} (request id {})", e.message, request_id.0)
-            } else {
-                e.message
-            };
-            json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": message}})
-                .to_string()
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let query = request.uri().query().unwrap_or("").to_owned();
+    let (version, owner) = identify(&state, request.headers());
+    let mut ctx = Ctx {
+        request_id: request_id.clone(),
+        version: Version::V0_3,
+        owner: None,
+        binding: Binding::Rest,
+        rpc_id: Value::Null,
+        method: format!("{method} {path}"),
+    };
+    ctx.version = match version {
+        Ok(version) => version,
+        Err(e) => return ctx.error(e),
+    };
+    // Split off the tenant and the 0.3 `/v1` prefix; decode each segment.
+    let mut segments: Vec<String> = Vec::new();
+    for raw in path.trim_start_matches('/').split('/') {
+        match percent_encoding::percent_decode_str(raw).decode_utf8() {
+            Ok(segment) => segments.push(segment.into_owned()),
+            Err(_) => {
+                return ctx.error(A2aError::invalid("the path is not UTF-8 once decoded"));
+            }
+        }
+    }
+    let is_root = |s: &str| {
+        s == "tasks" || s == "v1" || s.starts_with("message:") || s == "extendedAgentCard"
+    };
+    let mut tenant = None;
+    if segments.len() > 1 && !is_root(&segments[0]) {
+        tenant = Some(segments.remove(0));
+    }
+    if segments.first().map(String::as_str) == Some("v1") {
+        segments.remove(0);
+    }
+    let route = format!("/{}", segments.join("/"));
+    let body = if method == Method::POST {
+        match read_body(&state, request, &request_id).await {
+            Ok(body) => body,
+            Err(response) => return response,
+        }
+    } else {
+        Bytes::new()
+    };
+    let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        Value::Null
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(v) => v,
+            Err(e) => {
+                return ctx.error(A2aError::new(ErrorKind::Parse, format!("parse error: {e}")));
+            }
         }
     };
-    ([(header::CONTENT_TYPE, "application/json")], body).into_response()
+    let pairs: Vec<(String, String)> = url_pairs(&query);
+    let call = match call::from_rest(method.as_str(), &route, &pairs, &body, ctx.version) {
+        Ok(call) => call,
+        Err(e) => return ctx.error(e),
+    };
+    ctx.owner = match owner {
+        Ok(owner) => owner,
+        Err(e) => return ctx.error(e),
+    };
+    answer(&state, ctx, tenant, call).await
 }
 
-fn param_str<'a>(params: &'a Value, key: &str) -> Result<&'a str, RpcError> {
-    params
-        .get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| {
-            RpcError::new(
-                codes::INVALID_PARAMS,
-                format!("params.{key} must be a non-empty string"),
-            )
+/// `application/x-www-form-urlencoded` pairs of a query string.
+fn url_pairs(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let decode = |s: &str| {
+                percent_encoding::percent_decode_str(&s.replace('+', " "))
+                    .decode_utf8_lossy()
+                    .into_owned()
+            };
+            (decode(k), decode(v))
         })
+        .collect()
 }
 
-/// The current time as RFC 3339 in UTC, to the millisecond.
-fn now() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
-/// A fresh version-4 UUID, 122 random bits from the operating system.
-fn new_id() -> String {
-    uuid::Uuid::new_v4().to_string()
-}
-
-fn with_status(task: &Task, state: &str, message: Option<Value>) -> Result<Task, RpcError> {
-    let mut value = task.clone().into_value();
-    let mut status = json!({"state": state, "timestamp": now()});
-    if let Some(message) = message {
-        status["message"] = message;
-    }
-    value["status"] = status;
-    Task::try_from(value).map_err(RpcError::from)
-}
-
-/// An id no Task has (ids the server makes are UUIDs): asked once to learn whether the store
-/// keeps versions.
-const PROBE_ID: &str = "toolnexus-server-probe:versions";
-
-impl AppState {
-    /// Whether the store answers versions: then transitions need no lock in this process.
-    async fn versioned(&self) -> bool {
-        if let Some(known) = self.versioned.get() {
-            return *known;
-        }
-        match self.store.get_versioned(PROBE_ID).await {
-            Ok(_) => *self.versioned.get_or_init(|| async { true }).await,
-            Err(StoreError::Unsupported { .. }) => {
-                *self.versioned.get_or_init(|| async { false }).await
-            }
-            // Unknown for now (the store failed): lock, and ask again next time.
-            Err(_) => false,
-        }
-    }
-
-    /// The in-process lock of Task `id`, held for a transition; `None` when the store keeps
-    /// versions and needs none.
-    async fn guard(&self, id: &str) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        if self.versioned().await {
-            return None;
-        }
-        Some(self.lock_for(id).lock_owned().await)
-    }
-
-    fn lock_for(&self, id: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(|e| e.into_inner());
-        Arc::clone(locks.entry(id.to_owned()).or_default())
-    }
-
-    fn forget_lock(&self, id: &str) {
-        self.locks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(id);
-    }
-}
-
-async fn send_message(
-    state: &Arc<AppState>,
-    request_id: &RequestId,
-    params: &Value,
-) -> Result<Value, RpcError> {
-    let invalid = |m: &str| RpcError::new(codes::INVALID_PARAMS, m.to_owned());
-    let message = params
-        .get("message")
-        .filter(|m| m.is_object())
-        .ok_or_else(|| invalid("params.message must be an object"))?;
-    let role = message
-        .get("role")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("params.message.role must be a string"))?;
-    let parts = message
-        .get("parts")
-        .and_then(Value::as_array)
-        .filter(|p| !p.is_empty());
-    let parts = parts.ok_or_else(|| invalid("params.message.parts must be a non-empty array"))?;
-    if !parts.iter().all(Value::is_object) {
-        return Err(invalid(
-            "every part of params.message.parts must be an object",
+async fn answer(state: &AppState, ctx: Ctx, tenant: Option<String>, call: Call) -> Response {
+    let scope = Scope {
+        tenant,
+        owner: ctx.owner.clone(),
+    };
+    if let Some(t) = &scope.tenant
+        && !auth::valid_name(t)
+    {
+        return ctx.error(A2aError::invalid(
+            "a tenant is 1 to 64 of A-Z a-z 0-9 . _ -",
         ));
     }
-    let mut message = message.clone();
-    if message.get("messageId").and_then(Value::as_str).is_none() {
-        message["messageId"] = json!(new_id());
+    match state.service.call(&scope, call, ctx.version).await {
+        Ok(Answer::Value(value)) => ctx.value(value),
+        Ok(Answer::Stream(subscription)) => event_stream(state, ctx, subscription),
+        Err(e) => ctx.error(e),
     }
-    message["kind"] = json!("message");
-    let _ = role;
-    let context_id = message
-        .get("contextId")
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .unwrap_or_else(new_id);
-    let id = new_id();
-    message["taskId"] = json!(id);
-    message["contextId"] = json!(context_id);
-    let task = Task::try_from(json!({
-        "id": id,
-        "contextId": context_id,
-        "kind": "task",
-        "status": {"state": "submitted", "timestamp": now()},
-        "history": [message.clone()],
-    }))?;
-    // Room for its agent first: a Task saved without one would stay `submitted` for good.
-    let permit = background_permit(state)?;
-    // A fresh id: created only if absent, where the store can say so.
-    match state.store.save_versioned(&task, Expect::Absent).await {
-        Err(StoreError::Unsupported { .. }) => state.store.save(&task).await?,
-        other => drop(other?),
-    }
-    let background = Arc::clone(state);
-    let submitted = task.clone();
-    let request_id = request_id.clone();
-    tokio::spawn(async move {
-        let _permit: OwnedSemaphorePermit = permit;
-        let id = submitted.id().to_owned();
-        if let Err(e) = run_agent(&background, submitted, message).await {
-            tracing::warn!(target: "toolnexus::server", request_id = %request_id.0, task_id = %id,
-                error = %e.detail(), "background transition failed");
-        }
-    });
-    Ok(task.into_value())
 }
 
-/// A place for one more background agent, or [`codes::SERVER_BUSY`].
-fn background_permit(state: &Arc<AppState>) -> Result<OwnedSemaphorePermit, RpcError> {
-    Arc::clone(&state.background)
-        .try_acquire_owned()
-        .map_err(|_| {
-            RpcError::new(
-                codes::SERVER_BUSY,
-                "server busy: too many tasks in progress, retry later",
-            )
-        })
-}
-
-/// One read-modify-write of the Task `id` through the store ([`transition`]), with its errors as
-/// JSON-RPC errors. The caller holds [`AppState::guard`], which is what keeps stores without
-/// compare-and-set safe in this process.
-async fn transition_rpc(
-    state: &AppState,
-    id: &str,
-    fallback: Option<&Task>,
-    decide: impl FnMut(&Task) -> Result<Step, RpcError>,
-) -> Result<Option<Task>, RpcError> {
-    transition(&*state.store, id, fallback, decide)
-        .await
-        .map_err(|e| match e {
-            TransitionError::NotFound { id } => {
-                RpcError::new(codes::TASK_NOT_FOUND, format!("task not found: {id}"))
+/// Server-sent events: each event one `data:` line (in JSON-RPC, a whole JSON-RPC response
+/// with the event as its `result`), keep-alive comments in between.
+fn event_stream(state: &AppState, ctx: Ctx, subscription: Subscription) -> Response {
+    let keep_alive =
+        (state.config.idle_timeout / 3).clamp(Duration::from_millis(100), Duration::from_secs(15));
+    let ctx = Arc::new(ctx);
+    let stream = futures_util::stream::unfold(
+        (subscription, ctx, false),
+        move |(mut sub, ctx, ended)| async move {
+            if ended {
+                return None;
             }
-            TransitionError::Refused(e) => e,
-            TransitionError::Store(e) => e.into(),
-            contended @ TransitionError::Contended { .. } => {
-                RpcError::internal(contended.to_string())
-            }
-        })
-}
-
-/// `submitted → working → completed|failed`, each saved, unless the Task was canceled meanwhile
-/// (by this process or, over a shared store, by another replica).
-async fn run_agent(state: &AppState, task: Task, message: Value) -> Result<(), RpcError> {
-    let id = task.id().to_owned();
-    let working = {
-        let _guard = state.guard(&id).await;
-        let step = |current: &Task| {
-            if is_terminal_state(task_state(current)) {
-                return Ok(Step::Stop);
-            }
-            Ok(Step::Save(with_status(current, "working", None)?))
-        };
-        match transition_rpc(state, &id, Some(&task), step).await? {
-            Some(working) => working,
-            None => {
-                state.forget_lock(&id);
-                return Ok(());
-            }
-        }
-    };
-    let outcome = state.config.agent.run(&working, &message).await;
-    let _guard = state.guard(&id).await;
-    let stage = state.config.finish_read_to_write_delay;
-    let step = |current: &Task| {
-        if is_terminal_state(task_state(current)) {
-            return Ok(Step::Stop);
-        }
-        if !stage.is_zero() {
-            // The test hook: blocks this worker thread, which only tests ever ask for.
-            std::thread::sleep(stage);
-        }
-        let done = match &outcome {
-            Ok(text) => {
-                let mut value = with_status(current, "completed", None)?.into_value();
-                value["artifacts"] = json!([{"artifactId": new_id(), "name": "reply", "parts": [{"kind": "text", "text": text}]}]);
-                Task::try_from(value)?
-            }
-            Err(reason) => with_status(
-                current,
-                "failed",
-                Some(
-                    json!({"kind": "message", "role": "agent", "messageId": new_id(), "parts": [{"kind": "text", "text": reason}]}),
+            let next = tokio::select! {
+                next = sub.next() => next,
+                () = tokio::time::sleep(keep_alive) => {
+                    return Some((Ok::<_, std::convert::Infallible>(Bytes::from_static(b": keep-alive\n\n")), (sub, ctx, false)));
+                }
+            };
+            let (data, ended) = match next {
+                None => return None,
+                Some(Ok(event)) => (
+                    match ctx.binding {
+                        Binding::JsonRpc => {
+                            json!({"jsonrpc": "2.0", "id": ctx.rpc_id, "result": event})
+                        }
+                        Binding::Rest => event,
+                    },
+                    false,
                 ),
-            )?,
-        };
-        Ok(Step::Save(done))
-    };
-    let result = transition_rpc(state, &id, Some(&working), step).await;
-    state.forget_lock(&id);
-    result.map(drop)
-}
-
-async fn get_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
-    let id = param_str(params, "id")?;
-    match state.store.get(id).await? {
-        Some(task) => Ok(task.into_value()),
-        None => Err(RpcError::new(
-            codes::TASK_NOT_FOUND,
-            format!("task not found: {id}"),
-        )),
-    }
-}
-
-async fn cancel_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
-    let id = param_str(params, "id")?;
-    let guard = state.guard(id).await;
-    let result = cancel_locked(state, id).await;
-    drop(guard);
-    // Whatever happened, the Task is now terminal or gone: nothing else will need its lock.
-    state.forget_lock(id);
-    result
-}
-
-async fn cancel_locked(state: &AppState, id: &str) -> Result<Value, RpcError> {
-    let step = |task: &Task| {
-        let current = task_state(task);
-        if is_terminal_state(current) {
-            return Err(RpcError::new(
-                codes::TASK_NOT_CANCELABLE,
-                format!("task cannot be canceled: it is {current}"),
-            ));
-        }
-        Ok(Step::Save(with_status(task, "canceled", None)?))
-    };
-    let canceled = transition_rpc(state, id, None, step).await?;
-    // The step never says stop: it cancels or fails.
-    canceled
-        .map(Task::into_value)
-        .ok_or_else(|| RpcError::internal(format!("task {id} was not canceled")))
-}
-
-/// The `ListTasks` result as JSON text, its Tasks at most [`ServerConfig::max_list_bytes`].
-async fn list_tasks(state: &AppState, params: &Value) -> Result<String, RpcError> {
-    let opt = |key: &str| -> Result<Option<String>, RpcError> {
-        match params.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(RpcError::new(
-                codes::INVALID_PARAMS,
-                format!("params.{key} must be a string"),
-            )),
-        }
-    };
-    let page_size = match params.get("pageSize") {
-        None | Some(Value::Null) => 0,
-        Some(v) => v
-            .as_u64()
-            .and_then(|n| usize::try_from(n).ok())
-            .ok_or_else(|| {
-                RpcError::new(
-                    codes::INVALID_PARAMS,
-                    "params.pageSize must be a non-negative integer",
-                )
-            })?,
-    };
-    let status_timestamp_after = opt("statusTimestampAfter")?
-        .map(|t| {
-            Timestamp::parse(&t).map_err(|e| {
-                RpcError::new(
-                    codes::INVALID_PARAMS,
-                    format!("params.statusTimestampAfter: {e}"),
-                )
-            })
-        })
-        .transpose()?;
-    let query = ListQuery {
-        context_id: opt("contextId")?,
-        state: opt("status")?.or(opt("state")?),
-        status_timestamp_after,
-        page_size,
-        page_token: opt("pageToken")?.filter(|t| !t.is_empty()),
-    };
-    let page = capped_page(state, query).await?;
-    let mut out = String::from(r#"{"tasks":["#);
-    for (i, task) in page.tasks.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push_str(task.as_json());
-    }
-    out.push_str(r#"],"nextPageToken":"#);
-    out.push_str(&json!(page.next_page_token.unwrap_or_default()).to_string());
-    if let Some(total) = page.total_size {
-        out.push_str(&format!(r#","totalSize":{total}"#));
-    }
-    out.push_str(&format!(r#","pageSize":{}"#, page.tasks.len()));
-    out.push('}');
-    Ok(out)
-}
-
-/// How many of `tasks`, from the first, fit in `max` bytes of JSON (commas included); at least
-/// one, so that paging always moves on.
-fn fitting(tasks: &[Task], max: usize) -> usize {
-    let mut total = 0usize;
-    for (i, task) in tasks.iter().enumerate() {
-        total = total.saturating_add(task.as_json().len() + usize::from(i > 0));
-        if total > max {
-            return i.max(1);
-        }
-    }
-    tasks.len()
-}
-
-/// The store's page for `query`, cut to what fits in [`ServerConfig::max_list_bytes`]. A page
-/// token is the store's own (opaque to us), so a page is cut by asking the store again for
-/// only the Tasks that fit, from the same place: the same token and filters give the same
-/// start, and the store gives the token that continues right after it.
-async fn capped_page(state: &AppState, mut query: ListQuery) -> Result<TaskPage, RpcError> {
-    let max = state.config.max_list_bytes;
-    loop {
-        let page = state.store.list(&query).await?;
-        let fit = fitting(&page.tasks, max);
-        if fit == page.tasks.len() {
-            return Ok(page);
-        }
-        // The store answers at most the page size; a store that answers more is not cut
-        // further by asking again.
-        let asked = query.limit();
-        if fit >= asked {
-            return Err(RpcError::internal(format!(
-                "the store answered {} Tasks to a list of at most {asked}",
-                page.tasks.len()
-            )));
-        }
-        tracing::debug!(target: "toolnexus::server", tasks = page.tasks.len(), fit, max,
-            "list page over the byte limit: asking for a shorter one");
-        query.page_size = fit;
-    }
-}
-
-async fn delete_task(state: &AppState, params: &Value) -> Result<Value, RpcError> {
-    let id = param_str(params, "id")?;
-    if state.store.delete(id).await? {
-        Ok(json!({"id": id, "deleted": true}))
-    } else {
-        Err(RpcError::new(
-            codes::TASK_NOT_FOUND,
-            format!("task not found: {id}"),
-        ))
-    }
+                Some(Err(e)) => {
+                    ctx.log(&e);
+                    let data = match ctx.binding {
+                        Binding::JsonRpc => json!({"jsonrpc": "2.0", "id": ctx.rpc_id,
+                            "error": e.jsonrpc_error(&ctx.request_id.0)}),
+                        Binding::Rest => e.rest_body(&ctx.request_id.0),
+                    };
+                    (data, true)
+                }
+            };
+            let frame = Bytes::from(format!("data: {data}\n\n"));
+            Some((Ok(frame), (sub, ctx, ended)))
+        },
+    );
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .body(Body::from_stream(stream))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 #[cfg(test)]
@@ -875,54 +719,35 @@ mod tests {
     use super::*;
 
     #[test]
-    fn timestamps_are_rfc3339() {
-        let t = now();
-        assert_eq!(t.len(), 24, "{t}");
-        assert!(
-            t.starts_with("20") && t.ends_with('Z') && &t[10..11] == "T",
-            "{t}"
+    fn query_pairs_are_decoded() {
+        assert_eq!(
+            url_pairs("a=1&b=x%20y&c=p+q&&d"),
+            [
+                ("a".to_string(), "1".to_string()),
+                ("b".into(), "x y".into()),
+                ("c".into(), "p q".into()),
+                ("d".into(), "".into())
+            ]
         );
     }
 
     #[test]
-    fn terminal_states_in_both_spellings() {
-        for s in [
-            "completed",
-            "canceled",
-            "failed",
-            "rejected",
-            "TASK_STATE_COMPLETED",
-            "TASK_STATE_CANCELED",
-        ] {
-            assert!(is_terminal_state(s), "{s}");
-        }
-        for s in [
-            "submitted",
-            "working",
-            "input-required",
-            "TASK_STATE_WORKING",
-            "auth-required",
-        ] {
-            assert!(!is_terminal_state(s), "{s}");
-        }
-    }
-
-    #[test]
-    fn ids_are_unique_version_4_uuids() {
-        let ids: std::collections::HashSet<_> = (0..1000).map(|_| new_id()).collect();
-        assert_eq!(ids.len(), 1000);
-        for id in &ids {
-            let groups: Vec<_> = id.split('-').collect();
-            assert_eq!(
-                groups.iter().map(|g| g.len()).collect::<Vec<_>>(),
-                [8, 4, 4, 4, 12],
-                "{id}"
-            );
-            assert!(groups[2].starts_with('4'), "{id}");
-            assert!(
-                matches!(groups[3].as_bytes()[0], b'8' | b'9' | b'a' | b'b'),
-                "{id}"
-            );
-        }
+    fn namespaces_cover_tenants_and_owners() {
+        let tokens = Tokens::parse("alice 0123456789abcdef\nbob 0123456789abcdeX").unwrap();
+        let config = ServerConfig {
+            tokens: Some(Arc::new(tokens)),
+            tenants: vec!["acme".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            config.namespaces(),
+            [
+                Some("o.alice".to_string()),
+                Some("o.bob".into()),
+                Some("t.acme/o.alice".into()),
+                Some("t.acme/o.bob".into())
+            ]
+        );
+        assert_eq!(ServerConfig::default().namespaces(), [None::<String>]);
     }
 }

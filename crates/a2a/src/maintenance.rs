@@ -20,10 +20,12 @@
 //! with [`Recovery::Off`] (`tnstore serve --recovery off`) and resolve interrupted Tasks another
 //! way.
 
-use crate::{RpcError, ServerConfig, new_id, with_status};
+use crate::ServerConfig;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
+use toolnexus_a2a_protocol::A2aError as RpcError;
+use toolnexus_a2a_protocol::service::{new_id, with_status};
 use toolnexus_core::state::{TERMINAL_STATES, TaskState, normalize_state};
 use toolnexus_core::transition::{Step, transition};
 use toolnexus_core::{ListQuery, StoreError, Task, TaskStore, Timestamp, query, task_state};
@@ -273,7 +275,7 @@ mod tests {
     }
 
     fn recent() -> String {
-        crate::now()
+        toolnexus_a2a_protocol::service::now()
     }
 
     async fn ids(store: &InMemoryTaskStore) -> Vec<String> {
@@ -575,8 +577,11 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Agent for Resumer {
-        async fn run(&self, _task: &Task, _message: &Value) -> Result<String, String> {
-            Ok(String::new())
+        async fn run(
+            &self,
+            _work: &mut toolnexus_a2a_protocol::Work,
+        ) -> Result<toolnexus_a2a_protocol::Reply, String> {
+            Ok(toolnexus_a2a_protocol::Reply::Completed(String::new()))
         }
         fn can_resume(&self) -> bool {
             true

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
-use toolnexus_a2a::{Agent, ServerConfig, codes, serve};
+use toolnexus_a2a::{Agent, Reply, ServerConfig, Work, codes, serve};
 use toolnexus_core::{InMemoryTaskStore, ListQuery, StoreError, Task, TaskStore};
 
 /// Long enough never to be what ends a test that passes; what a failing test waits at most.
@@ -255,9 +255,9 @@ struct Gate(Arc<Notify>);
 
 #[async_trait::async_trait]
 impl Agent for Gate {
-    async fn run(&self, _task: &Task, _message: &Value) -> Result<String, String> {
+    async fn run(&self, _work: &mut Work) -> Result<Reply, String> {
         self.0.notified().await;
-        Ok("done".into())
+        Ok(Reply::Completed("done".into()))
     }
 }
 
@@ -326,8 +326,12 @@ async fn walk(addr: SocketAddr, page_size: usize) -> Vec<(Vec<String>, usize, us
     let mut token = String::new();
     let mut pages = Vec::new();
     loop {
-        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks",
-            "params": {"pageSize": page_size, "pageToken": token}});
+        // Page size 0: the default (an explicit 0 is refused, as A2A 1.0 says).
+        let mut params = json!({"pageToken": token, "includeArtifacts": true});
+        if page_size > 0 {
+            params["pageSize"] = json!(page_size);
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": params});
         let text = client
             .post(format!("http://{addr}/"))
             .json(&body)

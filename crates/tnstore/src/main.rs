@@ -146,6 +146,19 @@ enum Command {
         /// tenth of it (at least every second, at most every hour). Default: keep every Task.
         #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
         retain: Option<std::time::Duration>,
+        /// Bearer tokens, one `<owner> <token>` per line (`#` comments). Every request but the
+        /// agent card then needs `Authorization: Bearer <token>`, and each owner's Tasks live
+        /// in the owner's own store namespace, invisible to the others.
+        #[arg(long, value_name = "FILE")]
+        tokens: Option<PathBuf>,
+        /// A tenant requests may name (`/<tenant>/tasks/...`, or `tenant` in JSON-RPC params):
+        /// its own store namespace. Repeat for several; other tenants are refused.
+        #[arg(long = "tenant", value_name = "NAME")]
+        tenants: Vec<String>,
+        /// Serve without --tokens on an address other than loopback. Without this flag the
+        /// server refuses to: anyone who reaches the port could read and cancel every Task.
+        #[arg(long)]
+        insecure_no_auth: bool,
     },
     /// Delete, once, the Tasks whose status timestamp is older than --older-than and that are
     /// terminal (completed, canceled, failed, rejected) or in one of the --state given. Tasks
@@ -333,16 +346,39 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             stage_finish_delay_ms,
             recovery,
             retain,
+            tokens,
+            tenants,
+            insecure_no_auth,
         } => {
             // Internal errors reach clients as a request id; their details go to stderr.
             let _ = tracing::subscriber::set_global_default(StderrLog);
-            let store = open(cli.store).await?;
+            let tokens = tokens
+                .map(|path| toolnexus_a2a::Tokens::from_file(&path))
+                .transpose()
+                .map_err(|e| Failure::Usage(e.to_string()))?;
+            for tenant in &tenants {
+                if !toolnexus_a2a::auth::valid_name(tenant) {
+                    return Err(Failure::Usage(format!(
+                        "--tenant {tenant:?}: a tenant is 1 to 64 of A-Z a-z 0-9 . _ - \
+                         (not starting with a dot)"
+                    )));
+                }
+            }
+            let namespaced = tokens.is_some() || !tenants.is_empty();
+            let (store, stores) = open_stores(cli.store, namespaced).await?;
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
                 .map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
             let local = listener
                 .local_addr()
                 .map_err(|e| Failure::Store(e.to_string()))?;
+            if tokens.is_none() && !local.ip().is_loopback() && !insecure_no_auth {
+                return Err(Failure::Usage(format!(
+                    "refusing to serve {local} without authentication: anyone who reaches it \
+                     could read, cancel and list every Task. Give --tokens FILE, listen on a \
+                     loopback address (127.0.0.1:PORT), or pass --insecure-no-auth"
+                )));
+            }
             let ms = std::time::Duration::from_millis;
             let config = toolnexus_a2a::ServerConfig {
                 agent: std::sync::Arc::new(toolnexus_a2a::EchoAgent {
@@ -360,6 +396,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     RecoveryFlag::Off => toolnexus_a2a::Recovery::Off,
                 },
                 retain,
+                tokens: tokens.map(std::sync::Arc::new),
+                tenants,
                 ..Default::default()
             };
             {
@@ -373,7 +411,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .map_err(|e| Failure::Store(format!("cannot write output: {e}")))?;
             }
             tokio::select! {
-                served = toolnexus_a2a::serve(listener, store, config) => {
+                served = toolnexus_a2a::serve_stores(listener, stores, config) => {
                     served.map_err(|e| Failure::Store(format!("server failed: {e}")))
                 }
                 _ = tokio::signal::ctrl_c() => Ok(()),
@@ -475,6 +513,57 @@ async fn open(selector: String) -> Result<std::sync::Arc<dyn toolnexus::TaskStor
         .await
         .map_err(|e| Failure::Store(format!("opening the store failed: {e}")))?
         .map_err(Failure::from)
+}
+
+/// The store, and the namespaces over it when the server has tenants or owners.
+async fn open_stores(
+    selector: String,
+    namespaced: bool,
+) -> Result<
+    (
+        std::sync::Arc<dyn toolnexus::TaskStore>,
+        std::sync::Arc<dyn toolnexus_a2a::Stores>,
+    ),
+    Failure,
+> {
+    if !namespaced {
+        let store = open(selector).await?;
+        let stores = std::sync::Arc::new(toolnexus_a2a::SingleStore(std::sync::Arc::clone(&store)));
+        return Ok((store, stores));
+    }
+    let namespaces = tokio::task::spawn_blocking(move || toolnexus::Namespaces::new(selector))
+        .await
+        .map_err(|e| Failure::Store(format!("opening the store failed: {e}")))?
+        .map_err(Failure::from)?;
+    let namespaces = std::sync::Arc::new(namespaces);
+    Ok((
+        namespaces.root(),
+        std::sync::Arc::new(NamespacedStores(namespaces)),
+    ))
+}
+
+/// The server's namespaces (tenants, owners) as stores of the selector's kind.
+struct NamespacedStores(std::sync::Arc<toolnexus::Namespaces>);
+
+#[async_trait::async_trait]
+impl toolnexus_a2a::Stores for NamespacedStores {
+    async fn store(
+        &self,
+        namespace: Option<&str>,
+    ) -> Result<std::sync::Arc<dyn toolnexus::TaskStore>, StoreError> {
+        let Some(ns) = namespace else {
+            return Ok(self.0.root());
+        };
+        let namespaces = std::sync::Arc::clone(&self.0);
+        let ns = ns.to_owned();
+        // Opening a namespace may create a directory, compile a component or connect.
+        tokio::task::spawn_blocking(move || namespaces.store(&ns))
+            .await
+            .map_err(|e| StoreError::Io {
+                context: "opening a store namespace".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?
+    }
 }
 
 fn read_input(file: Option<PathBuf>) -> Result<String, Failure> {

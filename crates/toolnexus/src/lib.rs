@@ -27,8 +27,13 @@
 //! # Ok(()) }
 //! ```
 
+mod namespace;
 mod selector;
 
+pub use namespace::{
+    MAX_NAMESPACE_DEPTH, MAX_NAMESPACED_TABLE, MAX_SEGMENT_LEN, Namespaces, check_namespace,
+    check_namespace_segment, namespace_table,
+};
 pub use selector::{StoreSelector, resolve_store};
 pub use toolnexus_core::{
     Blame, DEFAULT_DATA_DIR, Durability, Expect, FileTaskStore, InMemoryTaskStore, Limit,

@@ -1,0 +1,62 @@
+//! The agent card: A2A 1.0 (`supportedInterfaces`) with the 0.3 fields beside it (`url`,
+//! `protocolVersion`, `preferredTransport`, `additionalInterfaces`), so clients of either
+//! version find what they look for in one document, as the official SDK's servers do.
+
+use serde_json::{Value, json};
+
+/// What the card says about the agent and where it is served.
+#[derive(Debug, Clone)]
+pub struct CardInfo {
+    pub name: String,
+    pub description: String,
+    /// The agent's own version (the crate version for the echo agent).
+    pub version: String,
+    /// The base URL clients reach: the JSON-RPC endpoint, and the root of the HTTP+JSON routes.
+    pub url: String,
+    /// Whether requests need a bearer token.
+    pub bearer_auth: bool,
+    /// The output modes the agent produces.
+    pub output_modes: Vec<String>,
+}
+
+/// The agent card as JSON.
+pub fn agent_card(info: &CardInfo) -> Value {
+    let url = &info.url;
+    let rest_url = url.trim_end_matches('/');
+    let interfaces = json!([
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+        {"url": rest_url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        {"url": format!("{rest_url}/v1"), "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
+    ]);
+    let mut card = json!({
+        "name": info.name,
+        "description": info.description,
+        "supportedInterfaces": interfaces,
+        "version": info.version,
+        "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false,
+            "stateTransitionHistory": false},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": info.output_modes,
+        "skills": [{"id": "echo", "name": "Echo", "description": "Replies with the text it is sent.",
+            "tags": ["echo"], "examples": ["hello"]}],
+        // The 0.3 card's fields.
+        "url": url,
+        "protocolVersion": "0.3.0",
+        "preferredTransport": "JSONRPC",
+        "additionalInterfaces": [
+            {"url": url, "transport": "JSONRPC"},
+            {"url": format!("{rest_url}/v1"), "transport": "HTTP+JSON"},
+        ],
+    });
+    if info.bearer_auth {
+        // One object per scheme holding both versions' members: 1.0's typed oneof and 0.3's
+        // `type`/`scheme` never share a key.
+        card["securitySchemes"] = json!({"bearer": {
+            "httpAuthSecurityScheme": {"scheme": "Bearer", "description": "a token from the operator"},
+            "type": "http", "scheme": "bearer"}});
+        card["securityRequirements"] = json!([{"schemes": {"bearer": {"list": []}}}]);
+        card["security"] = json!([{"bearer": []}]);
+    }
+    card
+}

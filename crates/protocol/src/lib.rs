@@ -1,0 +1,32 @@
+//! The A2A protocol over a toolnexus [`TaskStore`](toolnexus_core::TaskStore), free of I/O:
+//! requests in, store calls and answers out.
+//!
+//! - [`call`] parses a request of either binding (JSON-RPC method and params, or an HTTP+JSON
+//!   route, query and body) and either protocol version ([`Version`], from the `A2A-Version`
+//!   header) into one [`Call`]; from there on both bindings and both versions share one code
+//!   path.
+//! - [`Service::call`] performs it over the store of the request's [`Scope`] (tenant and
+//!   owner pick a namespace, [`Stores`]), and answers a value or a [`Subscription`] (an event
+//!   stream), already shaped for the request's version ([`wire`]).
+//! - [`error`] is A2A's error table: JSON-RPC codes, HTTP statuses, reasons.
+//! - [`agent`] is what a runtime plugs in: an [`Agent`] that streams partial output, asks for
+//!   input and is told of a cancel.
+//!
+//! Nothing here opens a socket or a file: the host gives the stores, an executor for agents
+//! ([`Spawn`]) and the transport (the `toolnexus-a2a` crate serves it over HTTP with axum),
+//! so the same core can later run inside a WebAssembly component.
+
+pub mod agent;
+pub mod call;
+pub mod card;
+pub mod error;
+pub mod service;
+pub mod wire;
+
+pub use agent::{Agent, EchoAgent, Reply, Stopped, Work};
+pub use call::{Call, ListParams, Parsed, SendParams};
+pub use error::{A2aError, ErrorKind, codes};
+pub use service::{
+    Answer, Scope, Service, ServiceConfig, SingleStore, Spawn, Stores, Subscription,
+};
+pub use wire::Version;
