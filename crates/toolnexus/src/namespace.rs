@@ -23,8 +23,9 @@ const PG_MAX_TABLE: usize = 48;
 const PG_HASH_CHARS: usize = 20;
 /// What a namespace table name adds to its base table at least: `__`, `_x` and the hash.
 const PG_HASHED_OVERHEAD: usize = 2 + 2 + PG_HASH_CHARS;
-/// The longest base table (without its schema) that can be divided into namespaces: every
-/// namespace, however long, must still get a table name of at most [`PG_MAX_TABLE`] bytes.
+/// The longest PostgreSQL base table (without its schema) that can be divided into namespaces,
+/// in bytes (24): every namespace, however long, must still get a table name the store accepts
+/// (at most 48 bytes; see [`namespace_table`]).
 pub const MAX_NAMESPACED_TABLE: usize = PG_MAX_TABLE - PG_HASHED_OVERHEAD;
 
 /// Stores for namespaces under one selector: each namespace is a separate store of the same
@@ -207,8 +208,7 @@ impl Namespaces {
             }
             #[cfg(feature = "postgres")]
             Kind::Postgres { selector, table } => {
-                let table =
-                    namespace_table(table, ns).map_err(|e| self.invalid(ns, e.to_string()))?;
+                let table = table_of(table, ns).map_err(|reason| self.invalid(ns, reason))?;
                 Ok(Arc::new(
                     toolnexus_postgres::builder_from_selector(selector)?
                         .table(table)
@@ -231,9 +231,11 @@ fn open_root(selector: &str) -> Result<(Arc<dyn TaskStore>, Kind), StoreError> {
     }
     #[cfg(feature = "wasm")]
     if selector.starts_with("wasm:") {
-        let selector = absolute_component(selector);
-        let store = toolnexus_wasm::builder_from_selector(&selector)?.build()?;
+        // The root as resolve_store opens it (and fails as it does); the namespaces from the
+        // same selector with the component's path made absolute.
+        let store = toolnexus_wasm::builder_from_selector(selector)?.build()?;
         let base = store.dir().to_path_buf(); // absolute: the builder resolves it
+        let selector = absolute_component(selector);
         return Ok((Arc::new(store), Kind::Wasm { selector, base }));
     }
     #[cfg(feature = "postgres")]
@@ -461,11 +463,15 @@ fn shorten(s: &str) -> String {
 /// table that is not an identifier, or a table name longer than [`MAX_NAMESPACED_TABLE`]
 /// bytes (some namespaces would then get no name; the store refuses it for every namespace).
 pub fn namespace_table(table: &str, ns: &str) -> Result<String, StoreError> {
-    let invalid = |reason: String| StoreError::InvalidSelector {
+    table_of(table, ns).map_err(|reason| StoreError::InvalidSelector {
         selector: format!("table {} namespace {}", shorten(table), shorten(ns)),
         reason,
-    };
-    check(ns).map_err(invalid)?;
+    })
+}
+
+/// [`namespace_table`], its error only the reason.
+fn table_of(table: &str, ns: &str) -> Result<String, String> {
+    check(ns)?;
     let (schema, name) = match table.rsplit_once('.') {
         Some((schema, name)) => (Some(schema), name),
         None => (None, table),
@@ -477,19 +483,19 @@ pub fn namespace_table(table: &str, ns: &str) -> Result<String, StoreError> {
             && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
     };
     if !ident(name) || schema.is_some_and(|s| !ident(s)) {
-        return Err(invalid(format!(
+        return Err(format!(
             "table {} must be an identifier ([A-Za-z_][A-Za-z0-9_]*), optionally \
              schema-qualified (schema.table)",
             shorten(table)
-        )));
+        ));
     }
     if name.len() > MAX_NAMESPACED_TABLE {
-        return Err(invalid(format!(
+        return Err(format!(
             "table name {name:?} is {} bytes long; tables divided into namespaces may have at \
              most {MAX_NAMESPACED_TABLE} (a namespace's table adds up to {PG_HASHED_OVERHEAD} \
              bytes, and the store accepts {PG_MAX_TABLE})",
             name.len()
-        )));
+        ));
     }
     // Letters and digits as they are; every other character as `_` and a code letter.
     let codes: Vec<&str> = ns
@@ -635,6 +641,25 @@ mod tests {
         assert!(namespace_table(&"t".repeat(MAX_NAMESPACED_TABLE + 1), "a").is_err());
         assert!(namespace_table("1tasks", "a").is_err());
         assert!(namespace_table("a.b.c", "a").is_err());
+    }
+
+    #[cfg(feature = "wasm")]
+    #[test]
+    fn relative_component_paths_are_made_absolute() {
+        for kept in [
+            "wasm:builtin?dir=x",
+            "wasm:/abs/store.wasm",
+            "wasm:/abs/s.wasm?dir=y",
+        ] {
+            assert_eq!(absolute_component(kept), kept);
+        }
+        let cwd = std::env::current_dir().unwrap();
+        let made = absolute_component("wasm:store.wasm?dir=d&instances=2");
+        let expected = format!(
+            "wasm:{}?dir=d&instances=2",
+            cwd.join("store.wasm").display()
+        );
+        assert_eq!(made, expected);
     }
 
     #[test]
