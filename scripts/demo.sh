@@ -36,6 +36,11 @@ sleep 0.5
 rpc "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"GetTask\",\"params\":{\"id\":\"$id\"}}"
 echo "--- ListTasks (completed):"
 rpc '{"jsonrpc":"2.0","id":4,"method":"ListTasks","params":{"status":"completed","pageSize":5}}'
+echo "--- the same Task in A2A 1.0, over HTTP+JSON:"
+curl -s "${url}tasks/$id" -H 'A2A-Version: 1.0'; echo
+echo "--- SendStreamingMessage (A2A 1.0, HTTP+JSON, server-sent events):"
+curl -sN "${url}message:stream" -H 'A2A-Version: 1.0' \
+    -d '{"message":{"role":"ROLE_USER","messageId":"demo-1","parts":[{"text":"one two three"}]}}'
 echo "--- restart the server, then GetTask again:"
 stop
 start
