@@ -60,6 +60,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use toolnexus_a2a_protocol::call::{self, Call};
 use toolnexus_a2a_protocol::card::{CardInfo, agent_card as card_json};
+use toolnexus_a2a_protocol::rest03;
 use toolnexus_a2a_protocol::{
     A2aError, Answer, ErrorKind, Scope, Service, ServiceConfig, Spawn, Subscription, Version,
 };
@@ -369,6 +370,9 @@ enum Binding {
 
 /// Everything a request carries besides its call: version, owner, id.
 struct Ctx {
+    /// A2A 0.3's HTTP+JSON binding: bodies are the 0.3 protobuf JSON ([`rest03`]); the call
+    /// itself runs as 1.0 and its answers are converted.
+    rest03: bool,
     request_id: RequestId,
     version: Version,
     owner: Option<String>,
@@ -404,7 +408,7 @@ impl Ctx {
                 let status =
                     StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
                 with_auth_challenge(
-                    json_response(status, e.rest_body(&self.request_id.0).to_string()),
+                    json_response(status, self.rest_error_body(&e).to_string()),
                     &e,
                 )
             }
@@ -412,11 +416,27 @@ impl Ctx {
     }
 
     fn value(&self, value: Value) -> Response {
-        let body = match self.binding {
+        json_response(StatusCode::OK, self.result(value).to_string())
+    }
+
+    /// An answer or event as the binding carries it.
+    fn result(&self, value: Value) -> Value {
+        match self.binding {
             Binding::JsonRpc => json!({"jsonrpc": "2.0", "id": self.rpc_id, "result": value}),
+            Binding::Rest if self.rest03 => rest03::answer_out(&value),
             Binding::Rest => value,
-        };
-        json_response(StatusCode::OK, body.to_string())
+        }
+    }
+
+    /// The HTTP+JSON error body; for a 0.3 client also the error's class name and message at
+    /// the top, which is where the official 0.3 client looks for them.
+    fn rest_error_body(&self, e: &A2aError) -> Value {
+        let mut body = e.rest_body(&self.request_id.0);
+        if self.rest03 {
+            body["type"] = json!(e.kind.sdk_name());
+            body["message"] = json!(e.public_message(&self.request_id.0));
+        }
+        body
     }
 }
 
@@ -504,6 +524,7 @@ async fn json_rpc(
 ) -> Response {
     let (version, owner) = identify(&state, request.headers());
     let mut ctx = Ctx {
+        rest03: false,
         request_id: request_id.clone(),
         version: Version::V0_3,
         owner: None,
@@ -564,7 +585,12 @@ async fn rest(
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or("").to_owned();
     let (version, owner) = identify(&state, request.headers());
+    let explicit_version = request
+        .headers()
+        .get(VERSION_HEADER)
+        .is_some_and(|v| !v.as_bytes().trim_ascii().is_empty());
     let mut ctx = Ctx {
+        rest03: false,
         request_id: request_id.clone(),
         version: Version::V0_3,
         owner: None,
@@ -593,8 +619,19 @@ async fn rest(
     if segments.len() > 1 && !is_root(&segments[0]) {
         tenant = Some(segments.remove(0));
     }
-    if segments.first().map(String::as_str) == Some("v1") {
+    let v1 = segments.first().map(String::as_str) == Some("v1");
+    if v1 {
         segments.remove(0);
+    }
+    // 0.3's HTTP+JSON routes are the `/v1/…` ones; the others are 1.0's. A request without a
+    // version header is taken at its route's version; with one, at the header's.
+    ctx.rest03 = if explicit_version {
+        ctx.version == Version::V0_3
+    } else {
+        v1
+    };
+    if !ctx.rest03 {
+        ctx.version = Version::V1_0;
     }
     let route = format!("/{}", segments.join("/"));
     let body = if method == Method::POST {
@@ -616,6 +653,13 @@ async fn rest(
         }
     };
     let pairs: Vec<(String, String)> = url_pairs(&query);
+    let body = if ctx.rest03 {
+        rest03::request_in(&body)
+    } else {
+        body
+    };
+    // Parsed with the defaults of the client's version; answered in 1.0 shapes, which the
+    // 0.3 binding's are converted from.
     let call = match call::from_rest(method.as_str(), &route, &pairs, &body, ctx.version) {
         Ok(call) => call,
         Err(e) => return ctx.error(e),
@@ -624,6 +668,9 @@ async fn rest(
         Ok(owner) => owner,
         Err(e) => return ctx.error(e),
     };
+    if ctx.rest03 {
+        ctx.version = Version::V1_0;
+    }
     answer(&state, ctx, tenant, call).await
 }
 
@@ -697,7 +744,7 @@ fn event_stream(state: &AppState, ctx: Ctx, subscription: Subscription) -> Respo
                     let data = match ctx.binding {
                         Binding::JsonRpc => json!({"jsonrpc": "2.0", "id": ctx.rpc_id,
                             "error": e.jsonrpc_error(&ctx.request_id.0)}),
-                        Binding::Rest => e.rest_body(&ctx.request_id.0),
+                        Binding::Rest => ctx.rest_error_body(&e),
                     };
                     (data, true)
                 }

@@ -654,3 +654,53 @@ async fn owners_see_only_their_own_tasks() {
             .is_some()
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_0_3_http_json_binding_speaks_0_3_protobuf_json() {
+    let server = start(slow(2000)).await;
+    // As the official 0.3 client sends it: snake_case proto field names, `request`, `content`.
+    let response = server
+        .client
+        .post(format!("{}/v1/message:send", server.base))
+        .json(
+            &json!({"request": {"message_id": "m-03", "role": "ROLE_USER",
+            "content": [{"text": "old rest"}]}}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let sent: Value = response.json().await.unwrap();
+    let task = &sent["task"];
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_SUBMITTED",
+        "0.3 does not block: {sent}"
+    );
+    assert_eq!(
+        task["history"][0]["content"][0]["text"], "old rest",
+        "{sent}"
+    );
+    assert!(task["history"][0].get("parts").is_none());
+    let id = task["id"].as_str().unwrap();
+    let canceled: Value = server
+        .client
+        .post(format!("{}/v1/tasks/{id}:cancel", server.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        canceled["status"]["state"], "TASK_STATE_CANCELLED",
+        "{canceled}"
+    );
+    let missing = server
+        .client
+        .get(format!("{}/v1/tasks/nope", server.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(missing.status().as_u16(), 404);
+    let body: Value = missing.json().await.unwrap();
+    assert_eq!(body["type"], "TaskNotFoundError", "{body}");
+}

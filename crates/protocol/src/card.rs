@@ -27,7 +27,8 @@ pub fn agent_card(info: &CardInfo) -> Value {
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
         {"url": rest_url, "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
         {"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
-        {"url": format!("{rest_url}/v1"), "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
+        // The 0.3 client appends `/v1/…` itself.
+        {"url": rest_url, "protocolBinding": "HTTP+JSON", "protocolVersion": "0.3"},
     ]);
     let mut card = json!({
         "name": info.name,
@@ -46,7 +47,7 @@ pub fn agent_card(info: &CardInfo) -> Value {
         "preferredTransport": "JSONRPC",
         "additionalInterfaces": [
             {"url": url, "transport": "JSONRPC"},
-            {"url": format!("{rest_url}/v1"), "transport": "HTTP+JSON"},
+            {"url": rest_url, "transport": "HTTP+JSON"},
         ],
     });
     if info.bearer_auth {

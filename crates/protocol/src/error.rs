@@ -85,6 +85,26 @@ impl ErrorKind {
         }
     }
 
+    /// The error's class name in the official SDKs (`TaskNotFoundError`), which the 0.3
+    /// HTTP+JSON client reads from an error body's `type`.
+    pub fn sdk_name(self) -> &'static str {
+        match self {
+            ErrorKind::Parse => "JSONParseError",
+            ErrorKind::InvalidRequest => "InvalidRequestError",
+            ErrorKind::MethodNotFound => "MethodNotFoundError",
+            ErrorKind::InvalidParams => "InvalidParamsError",
+            ErrorKind::Internal | ErrorKind::ServerBusy => "InternalError",
+            ErrorKind::TaskNotFound => "TaskNotFoundError",
+            ErrorKind::TaskNotCancelable => "TaskNotCancelableError",
+            ErrorKind::PushNotificationNotSupported => "PushNotificationNotSupportedError",
+            ErrorKind::UnsupportedOperation => "UnsupportedOperationError",
+            ErrorKind::ContentTypeNotSupported => "ContentTypeNotSupportedError",
+            ErrorKind::ExtendedCardNotConfigured => "ExtendedAgentCardNotConfiguredError",
+            ErrorKind::VersionNotSupported => "VersionNotSupportedError",
+            ErrorKind::Unauthenticated => "A2AClientError",
+        }
+    }
+
     /// The A2A reason (`google.rpc.ErrorInfo.reason`, domain `a2a-protocol.org`).
     pub fn reason(self) -> &'static str {
         match self {

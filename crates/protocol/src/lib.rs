@@ -20,6 +20,7 @@ pub mod agent;
 pub mod call;
 pub mod card;
 pub mod error;
+pub mod rest03;
 pub mod service;
 pub mod wire;
 
