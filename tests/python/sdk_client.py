@@ -1,0 +1,707 @@
+#!/usr/bin/env python3
+"""Drives an A2A server with the official A2A Python SDK's client (a2a-sdk, pinned in
+requirements.txt next to this file) and checks what it answers.
+
+    sdk_client.py URL --protocol 1.0|0.3 --binding JSONRPC|HTTP+JSON \
+        --scenario NAME[,NAME...] [--task-id ID] [--timeout SECONDS]
+
+URL is the agent's base URL (the card is read from URL/.well-known/agent-card.json). Scenarios
+(run in the order given, against the one server):
+
+  basic          card; send "hello" (blocking) -> Task completed with artifact "hello"; get it
+                 (also with history_length 1); list it (1.0; the SDK's 0.3 transports do not
+                 implement ListTasks, which is recorded as a skip); send "hello again" with
+                 return_immediately and poll get until it is completed.
+  cancel         send with return_immediately to a slow agent (the server runs with a long
+                 --echo-delay-ms), cancel -> canceled; get -> canceled; cancel again ->
+                 TaskNotCancelableError.
+  stream         streaming send of "hello stream": the events end in a terminal `completed`,
+                 with the echoed text in an artifact (from a Task snapshot or artifact updates).
+  subscribe-start
+                 send with return_immediately to a slow agent, subscribe, read the first event
+                 (the Task, not terminal), stop reading; the result has `task_id`.
+  subscribe-after-restart  (needs --task-id)
+                 subscribe to that Task on a server restarted after a crash, which marked it
+                 failed. The A2A 1.0 specification (SubscribeToTask; HTTP+JSON binding: "Returns
+                 UnsupportedOperationError if the task is in a terminal state") makes that an
+                 error, and the SDK's own server (DefaultRequestHandler.on_subscribe_to_task)
+                 raises UnsupportedOperationError for it under 1.0 and 0.3. Accepted: exactly
+                 that error, or a stream that carries the Task `failed` and ends. Either way get
+                 must then answer the Task `failed`.
+  not-found      get an unknown id -> TaskNotFoundError.
+
+Only the SDK's public client is used: a ClientFactory with a ClientConfig restricting
+supported_protocol_bindings to --binding, over the server's card. The SDK picks the protocol
+version from the card's supportedInterfaces and always prefers 1.0 when the card offers it
+(ClientFactory._find_best_interface), with no client setting to ask for another. So this script
+gives the factory the server's card with supportedInterfaces narrowed to the interfaces of the
+wanted binding and version; the SDK then uses its 1.0 transport (JsonRpcTransport,
+RestTransport; header A2A-Version: 1.0) or its 0.3 compatibility transport (CompatJsonRpcTransport,
+CompatRestTransport; header A2A-Version: 0.3, 0.3 method names and /v1/... REST paths). Every
+request is recorded (httpx event hooks) and checked to carry the A2A-Version of --protocol.
+
+On success prints one JSON line (`"ok": true`, a result per scenario, the requests made) and
+exits 0. On any mismatch prints the same line with `"ok": false`, and on stderr what was
+expected, what came back and the requests so far; exits 1. Usage errors exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import traceback
+import uuid
+
+import httpx
+from packaging.version import InvalidVersion, Version
+
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.helpers import get_artifact_text, get_message_text
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    ListTasksRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    TaskState,
+    UnsupportedOperationError,
+)
+from a2a.utils.errors import A2AError
+
+SCENARIOS = (
+    "basic",
+    "cancel",
+    "stream",
+    "subscribe-start",
+    "subscribe-after-restart",
+    "not-found",
+)
+TERMINAL = {
+    TaskState.TASK_STATE_COMPLETED,
+    TaskState.TASK_STATE_CANCELED,
+    TaskState.TASK_STATE_FAILED,
+    TaskState.TASK_STATE_REJECTED,
+}
+VERSIONS = {"1.0": (1, 0), "0.3": (0, 3)}
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+class Mismatch(Exception):
+    """The server (through the SDK) answered something other than what the scenario expects."""
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise Mismatch(message)
+
+
+def state_name(state: int) -> str:
+    return TaskState.Name(state).removeprefix("TASK_STATE_").lower()
+
+
+def texts_of_task(task) -> list[str]:
+    return [get_artifact_text(a, delimiter="") for a in task.artifacts]
+
+
+def describe_task(task) -> dict:
+    return {
+        "id": task.id,
+        "context_id": task.context_id,
+        "state": state_name(task.status.state),
+        "artifacts": texts_of_task(task),
+        "history": len(task.history),
+    }
+
+
+# How each SDK transport turns an error answer into its exception class (a2a-sdk 1.3.0).
+JSONRPC_CODES = {
+    "TaskNotFoundError": -32001,
+    "TaskNotCancelableError": -32002,
+    "UnsupportedOperationError": -32004,
+}
+REST_REASONS = {
+    "TaskNotFoundError": "TASK_NOT_FOUND",
+    "TaskNotCancelableError": "TASK_NOT_CANCELABLE",
+    "UnsupportedOperationError": "UNSUPPORTED_OPERATION",
+}
+
+
+def wrong_error(args: argparse.Namespace, what: str, error: Exception, expected: type) -> Mismatch:
+    """The SDK raised another error than `expected`: say what the SDK needs to raise it."""
+    name = expected.__name__
+    if args.binding == "JSONRPC":
+        needs = f"a JSON-RPC error with code {JSONRPC_CODES[name]}"
+    elif args.protocol == "1.0":
+        needs = (
+            'an HTTP error whose body is {"error": {..., "details": [{"@type": '
+            f'"type.googleapis.com/google.rpc.ErrorInfo", '
+            f'"reason": "{REST_REASONS[name]}", ...}}]}}}}'
+        )
+    else:
+        needs = f'an HTTP error whose body has "type": "{name}" (and "message")'
+    return Mismatch(
+        f"{what} raised {type(error).__name__}({error}), expected {name}; "
+        f"the SDK's {args.protocol} {args.binding} transport raises it for {needs}"
+    )
+
+
+def user_message(text: str) -> Message:
+    return Message(
+        role=Role.ROLE_USER, message_id=str(uuid.uuid4()), parts=[Part(text=text)]
+    )
+
+
+def major_minor(version: str) -> tuple[int, int] | None:
+    try:
+        v = Version(version)
+    except InvalidVersion:
+        return None
+    return (v.major, v.minor)
+
+
+class Wire:
+    """Records every HTTP request the SDK makes and the answer's status (httpx event hooks)."""
+
+    def __init__(self) -> None:
+        self.log: list[dict] = []
+        self._open: dict[int, dict] = {}
+
+    async def on_request(self, request: httpx.Request) -> None:
+        entry = {
+            "method": request.method,
+            "path": request.url.path,
+            "a2a_version": request.headers.get("A2A-Version"),
+        }
+        if request.url.query:
+            entry["query"] = request.url.query.decode()
+        try:
+            body = json.loads(request.content) if request.content else None
+        except (ValueError, httpx.RequestNotRead):
+            body = None
+        if isinstance(body, dict) and "jsonrpc" in body:
+            entry["rpc"] = body.get("method")
+        self.log.append(entry)
+        self._open[id(request)] = entry
+
+    async def on_response(self, response: httpx.Response) -> None:
+        entry = self._open.pop(id(response.request), None)
+        if entry is None:
+            return
+        entry["status"] = response.status_code
+        content_type = response.headers.get("content-type", "")
+        entry["content_type"] = content_type
+        if "text/event-stream" not in content_type:
+            await response.aread()
+            entry["body"] = response.text[:1500]
+
+    def summary(self) -> list[str]:
+        seen: list[str] = []
+        for e in self.log:
+            line = f"{e['method']} {e['path']}"
+            if e.get("rpc"):
+                line += f" {e['rpc']}"
+            line += f" (A2A-Version: {e['a2a_version']})"
+            if line not in seen:
+                seen.append(line)
+        return seen
+
+    def check_versions(self, protocol: str) -> None:
+        for e in self.log:
+            if e["path"].endswith(CARD_PATH):
+                continue
+            expect(
+                e["a2a_version"] == protocol,
+                f"the SDK sent {e['method']} {e['path']} with A2A-Version "
+                f"{e['a2a_version']!r}, not {protocol!r}: it did not pick the {protocol} "
+                "interface from the card",
+            )
+
+
+class Session:
+    """The card, narrowed to one binding and version, and SDK clients made from it."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.wire = Wire()
+        self.http = httpx.AsyncClient(
+            timeout=httpx.Timeout(args.timeout),
+            event_hooks={
+                "request": [self.wire.on_request],
+                "response": [self.wire.on_response],
+            },
+        )
+        self.card: AgentCard | None = None
+        self.narrowed: AgentCard | None = None
+        self.card_info: dict = {}
+        self._clients: dict[bool, object] = {}
+
+    async def fetch_card(self) -> dict:
+        if self.card is not None:
+            return self.card_info
+        # The factory first, as create_client does: it sets the A2A-Version header on the
+        # shared httpx client, so the card is fetched as the SDK fetches it.
+        ClientFactory(self._config(streaming=False))
+        self.card = await A2ACardResolver(self.http, self.args.url).get_agent_card()
+        interfaces = [
+            {
+                "url": i.url,
+                "protocolBinding": i.protocol_binding,
+                "protocolVersion": i.protocol_version,
+                **({"tenant": i.tenant} if i.tenant else {}),
+            }
+            for i in self.card.supported_interfaces
+        ]
+        wanted = VERSIONS[self.args.protocol]
+        keep = [
+            i
+            for i in self.card.supported_interfaces
+            if i.protocol_binding == self.args.binding
+            and major_minor(i.protocol_version) == wanted
+        ]
+        expect(
+            bool(keep),
+            f"the card offers no {self.args.binding} interface with protocolVersion "
+            f"{self.args.protocol}; supportedInterfaces: {json.dumps(interfaces)}",
+        )
+        self.narrowed = AgentCard()
+        self.narrowed.CopyFrom(self.card)
+        del self.narrowed.supported_interfaces[:]
+        self.narrowed.supported_interfaces.extend(keep)
+        self.card_info = {
+            "name": self.card.name,
+            "streaming": self.card.capabilities.streaming,
+            "supportedInterfaces": interfaces,
+            "interface": {"url": keep[0].url, "protocolVersion": keep[0].protocol_version},
+        }
+        return self.card_info
+
+    def _config(self, streaming: bool) -> ClientConfig:
+        return ClientConfig(
+            streaming=streaming,
+            supported_protocol_bindings=[self.args.binding],
+            httpx_client=self.http,
+        )
+
+    async def client(self, streaming: bool = False):
+        """A client that sends without streaming (streaming=False) or with it (and subscribes)."""
+        await self.fetch_card()
+        if streaming:
+            expect(
+                self.card.capabilities.streaming,
+                "the card does not declare capabilities.streaming, so the SDK will neither "
+                "stream nor subscribe",
+            )
+        if streaming not in self._clients:
+            factory = ClientFactory(self._config(streaming))
+            self._clients[streaming] = factory.create(self.narrowed)
+        return self._clients[streaming]
+
+    async def close(self) -> None:
+        for c in self._clients.values():
+            await c.close()
+        await self.http.aclose()
+
+
+async def send_one(client, text: str, return_immediately: bool = False):
+    """A non-streaming send: the SDK yields exactly one StreamResponse (task or message)."""
+    request = SendMessageRequest(message=user_message(text))
+    if return_immediately:
+        request.configuration.CopyFrom(SendMessageConfiguration(return_immediately=True))
+    answers = [a async for a in client.send_message(request)]
+    expect(len(answers) == 1, f"a non-streaming send yielded {len(answers)} answers")
+    answer = answers[0]
+    kind = answer.WhichOneof("payload")
+    expect(kind == "task", f"send of {text!r} answered a {kind}, not a Task: {answer}")
+    return answer.task
+
+
+async def poll_until(client, task_id: str, states: set[int], timeout: float):
+    deadline = time.monotonic() + timeout
+    polls = 0
+    while True:
+        task = await client.get_task(GetTaskRequest(id=task_id))
+        polls += 1
+        if task.status.state in states:
+            return task, polls
+        if time.monotonic() > deadline:
+            raise Mismatch(
+                f"task {task_id} still {state_name(task.status.state)} after {timeout}s of polling"
+            )
+        await asyncio.sleep(0.05)
+
+
+def expect_completed_with(task, text: str, what: str) -> None:
+    expect(
+        task.status.state == TaskState.TASK_STATE_COMPLETED,
+        f"{what}: state {state_name(task.status.state)}, expected completed: "
+        f"{describe_task(task)}",
+    )
+    expect(
+        text in texts_of_task(task),
+        f"{what}: no artifact with text {text!r}: artifacts {texts_of_task(task)}",
+    )
+
+
+async def scenario_basic(s: Session, out: dict) -> None:
+    client = await s.client()
+
+    task = await send_one(client, "hello")
+    out["send"] = describe_task(task)
+    expect_completed_with(task, "hello", "blocking send of 'hello'")
+
+    got = await client.get_task(GetTaskRequest(id=task.id))
+    out["get"] = describe_task(got)
+    expect(got.id == task.id, f"get {task.id} answered task {got.id}")
+    expect_completed_with(got, "hello", "get after the blocking send")
+    out["get"]["history_texts"] = [get_message_text(m) for m in got.history]
+
+    short = await client.get_task(GetTaskRequest(id=task.id, history_length=1))
+    out["get_history_length_1"] = len(short.history)
+    expect(
+        len(short.history) <= 1,
+        f"get with history_length 1 answered {len(short.history)} history messages",
+    )
+    expect(
+        short.status.state == TaskState.TASK_STATE_COMPLETED,
+        f"get with history_length 1: state {state_name(short.status.state)}, expected completed",
+    )
+
+    if s.args.protocol == "1.0":
+        found = None
+        pages = 0
+        request = ListTasksRequest(context_id=task.context_id, page_size=50)
+        while True:
+            page = await client.list_tasks(request)
+            pages += 1
+            found = found or next((t for t in page.tasks if t.id == task.id), None)
+            if found or not page.next_page_token or pages >= 20:
+                break
+            request.page_token = page.next_page_token
+        expect(
+            found is not None,
+            f"list_tasks(context_id={task.context_id}) did not list {task.id}",
+        )
+        expect(
+            found.status.state == TaskState.TASK_STATE_COMPLETED,
+            f"list_tasks lists {task.id} as {state_name(found.status.state)}",
+        )
+        out["list"] = {"found": True, "pages": pages, "state": state_name(found.status.state)}
+    else:
+        try:
+            await client.list_tasks(ListTasksRequest(context_id=task.context_id))
+        except NotImplementedError as e:
+            out["list"] = {
+                "skipped": f"the SDK's 0.3 transport does not implement ListTasks ({e})"
+            }
+        else:
+            raise Mismatch("the SDK's 0.3 transport listed tasks; expected NotImplementedError")
+
+    later = await send_one(client, "hello again", return_immediately=True)
+    out["send_return_immediately"] = describe_task(later)
+    done, polls = await poll_until(client, later.id, TERMINAL, s.args.timeout)
+    expect_completed_with(done, "hello again", "polled task sent with return_immediately")
+    out["polled"] = {**describe_task(done), "polls": polls}
+
+
+async def send_slow(client, text: str):
+    task = await send_one(client, text, return_immediately=True)
+    expect(
+        task.status.state not in TERMINAL,
+        f"send with return_immediately answered a task already {state_name(task.status.state)}: "
+        "the server's agent must be slow for this scenario "
+        "(e.g. tnstore serve --echo-delay-ms 60000)",
+    )
+    return task
+
+
+async def scenario_cancel(s: Session, out: dict) -> None:
+    client = await s.client()
+    task = await send_slow(client, "cancel me")
+    out["send"] = describe_task(task)
+
+    canceled = await client.cancel_task(CancelTaskRequest(id=task.id))
+    out["cancel"] = describe_task(canceled)
+    expect(canceled.id == task.id, f"cancel {task.id} answered task {canceled.id}")
+    expect(
+        canceled.status.state == TaskState.TASK_STATE_CANCELED,
+        f"cancel answered state {state_name(canceled.status.state)}, expected canceled",
+    )
+    got = await client.get_task(GetTaskRequest(id=task.id))
+    out["get"] = describe_task(got)
+    expect(
+        got.status.state == TaskState.TASK_STATE_CANCELED,
+        f"get after cancel: state {state_name(got.status.state)}, expected canceled",
+    )
+    try:
+        again = await client.cancel_task(CancelTaskRequest(id=task.id))
+    except TaskNotCancelableError as e:
+        out["cancel_again"] = f"TaskNotCancelableError: {e.message}"
+    except A2AError as e:
+        raise wrong_error(s.args, "cancel of a canceled task", e, TaskNotCancelableError) from e
+    else:
+        raise Mismatch(
+            f"cancel of a canceled task answered {describe_task(again)}, "
+            "expected TaskNotCancelableError"
+        )
+
+
+def describe_event(event) -> str:
+    kind = event.WhichOneof("payload")
+    if kind == "task":
+        return f"task:{state_name(event.task.status.state)}"
+    if kind == "status_update":
+        return f"status:{state_name(event.status_update.status.state)}"
+    if kind == "artifact_update":
+        return f"artifact:{get_artifact_text(event.artifact_update.artifact, delimiter='')}"
+    if kind == "message":
+        return f"message:{get_message_text(event.message)}"
+    return f"{kind}"
+
+
+async def scenario_stream(s: Session, out: dict) -> None:
+    client = await s.client(streaming=True)
+    request = SendMessageRequest(message=user_message("hello stream"))
+
+    async def collect():
+        return [e async for e in client.send_message(request)]
+
+    try:
+        events = await asyncio.wait_for(collect(), s.args.timeout)
+    except asyncio.TimeoutError:
+        raise Mismatch(f"the stream did not end within {s.args.timeout}s") from None
+    out["events"] = [describe_event(e) for e in events]
+    expect(bool(events), "the stream carried no event")
+
+    task_id = None
+    state = None
+    artifacts: dict[str, str] = {}
+    for e in events:
+        kind = e.WhichOneof("payload")
+        expect(kind != "message", f"the stream carried a Message, not Task events: {e}")
+        if kind == "task":
+            this_id, state = e.task.id, e.task.status.state
+            for a in e.task.artifacts:
+                artifacts[a.artifact_id] = get_artifact_text(a, delimiter="")
+        elif kind == "status_update":
+            this_id, state = e.status_update.task_id, e.status_update.status.state
+        elif kind == "artifact_update":
+            u = e.artifact_update
+            this_id = u.task_id
+            text = get_artifact_text(u.artifact, delimiter="")
+            artifacts[u.artifact.artifact_id] = (
+                artifacts.get(u.artifact.artifact_id, "") + text if u.append else text
+            )
+        task_id = task_id or this_id
+        expect(this_id == task_id, f"the stream mixes tasks {task_id} and {this_id}")
+    expect(
+        state == TaskState.TASK_STATE_COMPLETED,
+        f"the stream ended in state {state_name(state) if state is not None else 'none'}, "
+        f"expected completed: {out['events']}",
+    )
+    expect(
+        "hello stream" in artifacts.values(),
+        f"no artifact with text 'hello stream' in the stream: {out['events']}",
+    )
+    out["task_id"] = task_id
+    got = await (await s.client()).get_task(GetTaskRequest(id=task_id))
+    expect_completed_with(got, "hello stream", "get after the stream")
+    out["get"] = describe_task(got)
+
+
+async def first_event(stream, timeout: float):
+    try:
+        return await asyncio.wait_for(anext(stream), timeout)
+    except StopAsyncIteration:
+        return None
+    except asyncio.TimeoutError:
+        raise Mismatch(f"no event within {timeout}s of subscribing") from None
+
+
+async def scenario_subscribe_start(s: Session, out: dict) -> None:
+    sender = await s.client()
+    subscriber = await s.client(streaming=True)
+    task = await send_slow(sender, "subscribe to me")
+    out["task_id"] = task.id
+    out["send"] = describe_task(task)
+
+    stream = subscriber.subscribe(SubscribeToTaskRequest(id=task.id))
+    try:
+        event = await first_event(stream, s.args.timeout)
+    finally:
+        try:
+            await stream.aclose()
+        except RuntimeError:
+            pass
+    expect(event is not None, "the subscription ended without an event")
+    out["first_event"] = describe_event(event)
+    kind = event.WhichOneof("payload")
+    expect(
+        kind in ("task", "status_update"),
+        f"the first event of the subscription is a {kind}, expected the Task (or a status update)",
+    )
+    if kind == "task":
+        event_id, state = event.task.id, event.task.status.state
+    else:
+        event_id, state = event.status_update.task_id, event.status_update.status.state
+    expect(event_id == task.id, f"subscribed to {task.id}, got an event of {event_id}")
+    expect(
+        state not in TERMINAL,
+        f"the first event says {state_name(state)}: the agent must still be working "
+        "(slow echo) when the server is killed",
+    )
+
+
+async def scenario_subscribe_after_restart(s: Session, out: dict) -> None:
+    task_id = s.args.task_id
+    subscriber = await s.client(streaming=True)
+    out["task_id"] = task_id
+
+    async def collect(stream):
+        return [e async for e in stream]
+
+    try:
+        events = await asyncio.wait_for(
+            collect(subscriber.subscribe(SubscribeToTaskRequest(id=task_id))), s.args.timeout
+        )
+    except UnsupportedOperationError as e:
+        out["subscribe"] = f"UnsupportedOperationError: {e.message}"
+    except A2AError as e:
+        raise wrong_error(
+            s.args, "subscribing to a failed task", e, UnsupportedOperationError
+        ) from e
+    except asyncio.TimeoutError:
+        raise Mismatch(
+            f"subscribing to the terminal task {task_id} neither failed with "
+            f"UnsupportedOperationError nor ended within {s.args.timeout}s"
+        ) from None
+    else:
+        out["subscribe"] = [describe_event(e) for e in events]
+        expect(bool(events), "the subscription to a terminal task ended without an event")
+        last = events[-1]
+        kind = last.WhichOneof("payload")
+        state = (
+            last.task.status.state
+            if kind == "task"
+            else last.status_update.status.state
+            if kind == "status_update"
+            else None
+        )
+        expect(
+            state == TaskState.TASK_STATE_FAILED,
+            f"subscribing after the restart: expected UnsupportedOperationError or the Task "
+            f"failed, got {out['subscribe']}",
+        )
+    got = await (await s.client()).get_task(GetTaskRequest(id=task_id))
+    out["get"] = describe_task(got)
+    if got.status.HasField("message"):
+        out["get"]["status_message"] = get_message_text(got.status.message)
+    expect(
+        got.status.state == TaskState.TASK_STATE_FAILED,
+        f"get after the restart: state {state_name(got.status.state)}, expected failed",
+    )
+
+
+async def scenario_not_found(s: Session, out: dict) -> None:
+    client = await s.client()
+    missing = f"no-such-task-{uuid.uuid4()}"
+    try:
+        task = await client.get_task(GetTaskRequest(id=missing))
+    except TaskNotFoundError as e:
+        out["get"] = f"TaskNotFoundError: {e.message}"
+        return
+    except A2AError as e:
+        raise wrong_error(s.args, "get of an unknown id", e, TaskNotFoundError) from e
+    raise Mismatch(f"get of unknown id answered {describe_task(task)}, expected TaskNotFoundError")
+
+
+RUN = {
+    "basic": scenario_basic,
+    "cancel": scenario_cancel,
+    "stream": scenario_stream,
+    "subscribe-start": scenario_subscribe_start,
+    "subscribe-after-restart": scenario_subscribe_after_restart,
+    "not-found": scenario_not_found,
+}
+
+
+async def run(args: argparse.Namespace) -> int:
+    session = Session(args)
+    report: dict = {
+        "ok": False,
+        "url": args.url,
+        "protocol": args.protocol,
+        "binding": args.binding,
+        "results": {},
+    }
+    failure = None
+    current = "card"
+    try:
+        report["card"] = await session.fetch_card()
+        for name in args.scenarios:
+            current = name
+            report["results"][name] = {}
+            await RUN[name](session, report["results"][name])
+        current = "request versions"
+        session.wire.check_versions(args.protocol)
+        report["ok"] = True
+    except Mismatch as e:
+        failure = str(e)
+    except Exception as e:  # anything the SDK raised that the scenario did not expect
+        failure = f"unexpected {type(e).__name__}: {e}\n{traceback.format_exc()}"
+    finally:
+        try:
+            await session.close()
+        except Exception:
+            pass
+    report["requests"] = session.wire.summary()
+    print(json.dumps(report), flush=True)
+    if failure is None:
+        return 0
+    print(
+        f"sdk_client.py: FAILED (A2A {args.protocol}, {args.binding}, scenario {current}) "
+        f"against {args.url}: {failure}",
+        file=sys.stderr,
+    )
+    print("requests so far (newest last):", file=sys.stderr)
+    for e in session.wire.log[-12:]:
+        print("  " + json.dumps(e), file=sys.stderr)
+    sys.stderr.flush()
+    return 1
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("url", help="the agent's base URL, e.g. http://127.0.0.1:8080/")
+    parser.add_argument("--protocol", required=True, choices=sorted(VERSIONS))
+    parser.add_argument("--binding", required=True, choices=["JSONRPC", "HTTP+JSON"])
+    parser.add_argument(
+        "--scenario",
+        required=True,
+        help="one or more of " + ", ".join(SCENARIOS) + ", comma-separated",
+    )
+    parser.add_argument("--task-id", help="the Task of subscribe-after-restart")
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds per wait (default 30)"
+    )
+    args = parser.parse_args()
+    args.scenarios = [n.strip() for n in args.scenario.split(",") if n.strip()]
+    unknown = [n for n in args.scenarios if n not in RUN]
+    if unknown or not args.scenarios:
+        parser.error(f"unknown scenario {unknown}; choose from {', '.join(SCENARIOS)}")
+    if "subscribe-after-restart" in args.scenarios and not args.task_id:
+        parser.error("subscribe-after-restart needs --task-id")
+    return asyncio.run(run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
