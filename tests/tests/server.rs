@@ -56,7 +56,7 @@ impl Server {
         let body = self
             .call(
                 "SendMessage",
-                json!({"message": {"role": "user", "parts": [{"kind": "text", "text": text}]}}),
+                json!({"configuration": {"blocking": false}, "message": {"role": "user", "parts": [{"kind": "text", "text": text}]}}),
             )
             .await;
         body["result"].clone()

@@ -49,7 +49,7 @@
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, Extension, FromRequest, Request, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -214,7 +214,18 @@ impl ServerConfig {
 struct AppState {
     service: Service,
     config: ServerConfig,
-    card: Value,
+    /// The card for 1.0 clients, and with the 0.3 fields beside it, each with its `ETag`.
+    card_v1: (String, String),
+    card_compat: (String, String),
+}
+
+/// A card's text and its entity tag (a digest of the text).
+fn card_entity(card: &Value) -> (String, String) {
+    use sha2::{Digest, Sha256};
+    let text = card.to_string();
+    let digest = Sha256::digest(text.as_bytes());
+    let tag: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    (text, format!("\"{tag}\""))
 }
 
 struct TokioSpawn;
@@ -301,14 +312,16 @@ pub fn router(store: Arc<dyn TaskStore>, config: ServerConfig, url: String) -> R
 pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String) -> Router {
     let limit = config.max_body_bytes;
     let output_modes = vec!["text/plain".to_owned()];
-    let card = card_json(&CardInfo {
+    let info = CardInfo {
         name: config.name.clone(),
         description: config.description.clone(),
         version: env!("CARGO_PKG_VERSION").into(),
         url,
         bearer_auth: config.tokens.is_some(),
         output_modes: output_modes.clone(),
-    });
+    };
+    let card_v1 = card_entity(&card_json(&info, false));
+    let card_compat = card_entity(&card_json(&info, true));
     let service = Service::new(
         stores,
         ServiceConfig {
@@ -325,7 +338,8 @@ pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String)
     let state = Arc::new(AppState {
         service,
         config,
-        card,
+        card_v1,
+        card_compat,
     });
     Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
@@ -353,12 +367,61 @@ async fn with_request_id(mut request: Request, next: Next) -> Response {
     response
 }
 
-async fn agent_card(State(state): State<Arc<AppState>>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/json")],
-        state.card.to_string(),
-    )
-        .into_response()
+/// How long clients may cache the agent card.
+const CARD_MAX_AGE: &str = "public, max-age=300";
+
+/// The agent card: the pure 1.0 card to a client that says it speaks 1.0 (`A2A-Version`),
+/// else the 1.0 card with the 0.3 fields beside it; with an `ETag` and a `Cache-Control`, and
+/// 304 to an `If-None-Match` that names the current tag.
+async fn agent_card(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let v1 = matches!(requested_version(&request), Some(Ok(Version::V1_0)));
+    let (text, tag) = if v1 {
+        &state.card_v1
+    } else {
+        &state.card_compat
+    };
+    let matches = request
+        .headers()
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim() == "*" || t.trim().trim_start_matches("W/") == tag)
+        });
+    let mut response = if matches {
+        StatusCode::NOT_MODIFIED.into_response()
+    } else {
+        json_response(StatusCode::OK, text.clone())
+    };
+    let headers = response.headers_mut();
+    if let Ok(tag) = HeaderValue::from_str(tag) {
+        headers.insert(header::ETAG, tag);
+    }
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static(CARD_MAX_AGE),
+    );
+    headers.insert(header::VARY, HeaderValue::from_static("a2a-version"));
+    response
+}
+
+/// The protocol version a request asks for: its `A2A-Version` header, else an `A2A-Version`
+/// query parameter (1.0 lets clients send it either way); `None` when neither is there.
+fn requested_version(request: &Request) -> Option<Result<Version, A2aError>> {
+    if let Some(value) = request.headers().get(VERSION_HEADER) {
+        return Some(match value.to_str() {
+            Ok(v) => Version::from_header(Some(v)),
+            Err(_) => Err(A2aError::new(
+                ErrorKind::VersionNotSupported,
+                "the A2A-Version header is not text",
+            )),
+        });
+    }
+    let query = request.uri().query()?;
+    url_pairs(query)
+        .into_iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(VERSION_HEADER))
+        .map(|(_, v)| Version::from_header(Some(&v)))
 }
 
 /// The binding of a request, for the shape of its answers.
@@ -453,21 +516,13 @@ fn json_response(status: StatusCode, body: String) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-/// The version and owner of a request, from its headers.
+/// The version and owner of a request, from its headers (and query).
 fn identify(
     state: &AppState,
-    headers: &HeaderMap,
+    request: &Request,
 ) -> (Result<Version, A2aError>, Result<Option<String>, A2aError>) {
-    let version = match headers.get(VERSION_HEADER) {
-        None => Ok(Version::V0_3),
-        Some(value) => match value.to_str() {
-            Ok(v) => Version::from_header(Some(v)),
-            Err(_) => Err(A2aError::new(
-                ErrorKind::VersionNotSupported,
-                "the A2A-Version header is not text",
-            )),
-        },
-    };
+    let version = requested_version(request).unwrap_or(Ok(Version::V0_3));
+    let headers = request.headers();
     let owner = match &state.config.tokens {
         None => Ok(None),
         Some(tokens) => {
@@ -522,7 +577,7 @@ async fn json_rpc(
     Extension(request_id): Extension<RequestId>,
     request: Request,
 ) -> Response {
-    let (version, owner) = identify(&state, request.headers());
+    let (version, owner) = identify(&state, &request);
     let mut ctx = Ctx {
         rest03: false,
         request_id: request_id.clone(),
@@ -568,7 +623,7 @@ async fn json_rpc(
         Err(e) => return ctx.error(e),
     };
     let params = request.get("params").unwrap_or(&Value::Null);
-    let parsed = match call::from_jsonrpc(method, params, ctx.version) {
+    let parsed = match call::from_jsonrpc(method, params) {
         Ok(parsed) => parsed,
         Err(e) => return ctx.error(e),
     };
@@ -584,11 +639,12 @@ async fn rest(
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let query = request.uri().query().unwrap_or("").to_owned();
-    let (version, owner) = identify(&state, request.headers());
-    let explicit_version = request
-        .headers()
-        .get(VERSION_HEADER)
-        .is_some_and(|v| !v.as_bytes().trim_ascii().is_empty());
+    let (version, owner) = identify(&state, &request);
+    let explicit_version = requested_version(&request).is_some()
+        && !request
+            .headers()
+            .get(VERSION_HEADER)
+            .is_some_and(|v| v.as_bytes().trim_ascii().is_empty());
     let mut ctx = Ctx {
         rest03: false,
         request_id: request_id.clone(),

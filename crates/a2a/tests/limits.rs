@@ -104,8 +104,10 @@ async fn call(addr: SocketAddr, method: &str, params: Value) -> (String, Value) 
     (request_id, resp.json().await.unwrap())
 }
 
+/// A 0.3 `message/send` that answers at once (0.3 JSON-RPC sends wait by default).
 fn message(text: &str) -> Value {
-    json!({"message": {"role": "user", "parts": [{"kind": "text", "text": text}]}})
+    json!({"configuration": {"blocking": false},
+        "message": {"role": "user", "parts": [{"kind": "text", "text": text}]}})
 }
 
 #[tokio::test]

@@ -181,6 +181,39 @@ async fn one_task_in_both_versions_and_both_bindings() {
     // And on the 0.3 HTTP+JSON prefix too.
     let (status, _) = server.rest("GET", &format!("/v1/tasks/{id}"), None).await;
     assert_eq!(status, 200);
+    // A 0.3 send waits for the outcome unless `blocking: false`, as the official SDKs do.
+    let old_send = server
+        .rpc(
+            "",
+            "message/send",
+            json!({"message": {"role": "user", "messageId": "m03",
+            "parts": [{"kind": "text", "text": "0.3"}]}}),
+        )
+        .await;
+    assert_eq!(
+        old_send["result"]["status"]["state"], "completed",
+        "{old_send}"
+    );
+    // The version may come as a query parameter too.
+    let (_, by_query) = server
+        .rest("GET", &format!("/v1/tasks/{id}?A2A-Version=1.0"), None)
+        .await;
+    assert_eq!(
+        by_query["status"]["state"], "TASK_STATE_COMPLETED",
+        "{by_query}"
+    );
+    // Unknown fields of a message are not stored; protobuf field names are understood.
+    let sent = server
+        .rpc(
+            "1.0",
+            "SendMessage",
+            json!({"message": {"role": "ROLE_USER", "message_id": "m-snake",
+            "tckUnknownField": "x", "parts": [{"text": "y"}]}}),
+        )
+        .await;
+    let history = &sent["result"]["task"]["history"][0];
+    assert_eq!(history["messageId"], "m-snake", "{sent}");
+    assert!(history.get("tckUnknownField").is_none(), "{sent}");
     // An unknown version is refused with -32009.
     let refused = server.rpc("2.0", "GetTask", json!({"id": id})).await;
     assert_eq!(refused["error"]["code"], -32009, "{refused}");
@@ -215,7 +248,7 @@ async fn rest_sends_lists_cancels_and_answers_errors_with_http_statuses() {
     let (status, again) = server
         .rest("POST", &format!("/tasks/{id}:cancel"), None)
         .await;
-    assert_eq!(status, 400, "{again}");
+    assert_eq!(status, 409, "{again}");
     assert_eq!(again["error"]["status"], "FAILED_PRECONDITION");
     assert_eq!(
         again["error"]["details"][0]["reason"],
@@ -459,7 +492,8 @@ async fn the_other_error_codes_of_a2a_1_0() {
         .await;
     assert!(fine["result"]["task"].is_object(), "{fine}");
     let card = server.rpc("1.0", "GetExtendedAgentCard", json!({})).await;
-    assert_eq!(card["error"]["code"], -32007, "{card}");
+    // No extended card is declared: 1.0 says UnsupportedOperation.
+    assert_eq!(card["error"]["code"], -32004, "{card}");
     let unknown = server.rpc("1.0", "NoSuchMethod", json!({})).await;
     assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
     let no_id = server

@@ -2,7 +2,7 @@
 //! into one [`Call`]: from here on there is one code path.
 
 use crate::error::{A2aError, ErrorKind};
-use crate::wire::{Version, truncate};
+use crate::wire::{Version, camel, camel_keys, truncate};
 use serde_json::{Map, Value};
 use toolnexus_core::Timestamp;
 use toolnexus_core::state::TaskState;
@@ -32,7 +32,7 @@ pub enum Call {
     Delete { id: String },
     /// Any push-notification configuration method: not offered (-32003).
     PushConfig,
-    /// `GetExtendedAgentCard`: not configured (-32007).
+    /// `GetExtendedAgentCard`: none is declared (-32004).
     ExtendedCard,
 }
 
@@ -57,7 +57,7 @@ pub struct SendParams {
     /// The answer is a stream of events.
     pub streaming: bool,
     /// Answer once the Task is created instead of when it is terminal or interrupted (1.0
-    /// `returnImmediately`; 0.3's `blocking: false`, the 0.3 default).
+    /// `returnImmediately`; 0.3's `blocking: false`).
     pub return_immediately: bool,
     pub history_length: Option<usize>,
     /// `acceptedOutputModes`, when given.
@@ -85,9 +85,10 @@ pub struct Parsed {
     pub tenant: Option<String>,
 }
 
-/// A JSON-RPC method with its `params`, in `version`.
-pub fn from_jsonrpc(method: &str, params: &Value, version: Version) -> Result<Parsed, A2aError> {
+/// A JSON-RPC method with its `params` (the version only changes the answer's shapes).
+pub fn from_jsonrpc(method: &str, params: &Value) -> Result<Parsed, A2aError> {
     let empty = Map::new();
+    let params = &camel_keys(params);
     let params = match params {
         Value::Object(p) => p,
         Value::Null => &empty,
@@ -98,8 +99,8 @@ pub fn from_jsonrpc(method: &str, params: &Value, version: Version) -> Result<Pa
         prefix: "params.",
     };
     let call = match method {
-        "SendMessage" | "message/send" => Call::Send(send_params(&p, false, version)?),
-        "SendStreamingMessage" | "message/stream" => Call::Send(send_params(&p, true, version)?),
+        "SendMessage" | "message/send" => Call::Send(send_params(&p, false, false)?),
+        "SendStreamingMessage" | "message/stream" => Call::Send(send_params(&p, true, false)?),
         "GetTask" | "tasks/get" => Call::Get {
             id: p.id("id")?,
             history_length: p.history_length("historyLength")?,
@@ -141,6 +142,7 @@ pub fn from_rest(
     version: Version,
 ) -> Result<Call, A2aError> {
     let empty = Map::new();
+    let body = &camel_keys(body);
     let body_map = match body {
         Value::Object(b) => b,
         Value::Null => &empty,
@@ -149,6 +151,7 @@ pub fn from_rest(
     // Query values are strings; typed the way the JSON bodies are, so one parser checks both.
     let mut query_map = Map::new();
     for (key, value) in query {
+        let key = &camel(key);
         let typed = match key.as_str() {
             "pageSize" | "historyLength" => value
                 .parse::<i64>()
@@ -177,10 +180,12 @@ pub fn from_rest(
             format!("no such route: {method} {}", truncate(path, 128)),
         )
     };
+    // 0.3's HTTP+JSON `blocking` is a protobuf bool: absent means false, answer at once.
+    let immediately = version == Version::V0_3;
     let segments: Vec<&str> = path.trim_start_matches('/').split('/').collect();
     let call = match (method, segments.as_slice()) {
-        ("POST", ["message:send"]) => Call::Send(send_params(&body, false, version)?),
-        ("POST", ["message:stream"]) => Call::Send(send_params(&body, true, version)?),
+        ("POST", ["message:send"]) => Call::Send(send_params(&body, false, immediately)?),
+        ("POST", ["message:stream"]) => Call::Send(send_params(&body, true, immediately)?),
         ("GET", ["tasks"]) => Call::List(list_params(&query)?),
         ("GET" | "POST", ["tasks", rest]) if rest.ends_with(":subscribe") => Call::Subscribe {
             id: rest_id(rest.trim_end_matches(":subscribe"))?,
@@ -275,7 +280,10 @@ impl Params<'_> {
     }
 }
 
-fn send_params(p: &Params<'_>, streaming: bool, version: Version) -> Result<SendParams, A2aError> {
+/// `immediately`: whether the send answers at once unless told to wait (0.3 HTTP+JSON); else
+/// it waits unless told not to (1.0; 0.3 JSON-RPC, whose `blocking` the official SDKs default
+/// to true).
+fn send_params(p: &Params<'_>, streaming: bool, immediately: bool) -> Result<SendParams, A2aError> {
     let message = p
         .get("message")
         .cloned()
@@ -283,7 +291,7 @@ fn send_params(p: &Params<'_>, streaming: bool, version: Version) -> Result<Send
     let mut params = SendParams {
         message,
         streaming,
-        return_immediately: version == Version::V0_3,
+        return_immediately: immediately,
         history_length: None,
         accepted_output_modes: Vec::new(),
         push_config: false,
@@ -364,10 +372,27 @@ mod tests {
 
     #[test]
     fn list_arguments_are_checked() {
-        let ok = from_jsonrpc("ListTasks", &json!({}), Version::V1_0).unwrap();
+        let ok = from_jsonrpc("ListTasks", &json!({})).unwrap();
         let Call::List(list) = ok.call else { panic!() };
         assert_eq!(list.page_size, 50);
         assert!(!list.include_artifacts);
+        // Protobuf field names are accepted beside the JSON names.
+        let snake = from_jsonrpc(
+            "ListTasks",
+            &json!({"page_size": 2, "context_id": "c", "include_artifacts": true}),
+        )
+        .unwrap();
+        let Call::List(list) = snake.call else {
+            panic!()
+        };
+        assert_eq!(
+            (
+                list.page_size,
+                list.context_id.as_deref(),
+                list.include_artifacts
+            ),
+            (2, Some("c"), true)
+        );
         for bad in [
             json!({"pageSize": 0}),
             json!({"pageSize": 101}),
@@ -378,7 +403,7 @@ mod tests {
             json!({"statusTimestampAfter": "yesterday"}),
             json!({"includeArtifacts": "yes"}),
         ] {
-            let err = from_jsonrpc("ListTasks", &bad, Version::V1_0).unwrap_err();
+            let err = from_jsonrpc("ListTasks", &bad).unwrap_err();
             assert_eq!(err.code(), -32602, "{bad}");
         }
     }

@@ -1,6 +1,7 @@
-//! The agent card: A2A 1.0 (`supportedInterfaces`) with the 0.3 fields beside it (`url`,
-//! `protocolVersion`, `preferredTransport`, `additionalInterfaces`), so clients of either
-//! version find what they look for in one document, as the official SDK's servers do.
+//! The agent card: A2A 1.0 (`supportedInterfaces`), and for a client that asks without a 1.0
+//! version header the 0.3 fields beside it (`url`, `protocolVersion`, `preferredTransport`,
+//! `additionalInterfaces`), as the official SDK's servers do, so clients of either version
+//! find what they look for.
 
 use serde_json::{Value, json};
 
@@ -19,8 +20,9 @@ pub struct CardInfo {
     pub output_modes: Vec<String>,
 }
 
-/// The agent card as JSON.
-pub fn agent_card(info: &CardInfo) -> Value {
+/// The agent card as JSON: with `with_0_3`, the 0.3 fields beside the 1.0 ones (for clients
+/// that send no version header), else the pure 1.0 card (whose schema allows no other field).
+pub fn agent_card(info: &CardInfo, with_0_3: bool) -> Value {
     let url = &info.url;
     let rest_url = url.trim_end_matches('/');
     let interfaces = json!([
@@ -35,21 +37,21 @@ pub fn agent_card(info: &CardInfo) -> Value {
         "description": info.description,
         "supportedInterfaces": interfaces,
         "version": info.version,
-        "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false,
-            "stateTransitionHistory": false},
+        "capabilities": {"streaming": true, "pushNotifications": false, "extendedAgentCard": false},
         "defaultInputModes": ["text/plain"],
         "defaultOutputModes": info.output_modes,
         "skills": [{"id": "echo", "name": "Echo", "description": "Replies with the text it is sent.",
             "tags": ["echo"], "examples": ["hello"]}],
-        // The 0.3 card's fields.
-        "url": url,
-        "protocolVersion": "0.3.0",
-        "preferredTransport": "JSONRPC",
-        "additionalInterfaces": [
+    });
+    if with_0_3 {
+        card["url"] = json!(url);
+        card["protocolVersion"] = json!("0.3.0");
+        card["preferredTransport"] = json!("JSONRPC");
+        card["additionalInterfaces"] = json!([
             {"url": url, "transport": "JSONRPC"},
             {"url": rest_url, "transport": "HTTP+JSON"},
-        ],
-    });
+        ]);
+    }
     if info.bearer_auth {
         // One object per scheme holding both versions' members: 1.0's typed oneof and 0.3's
         // `type`/`scheme` never share a key.
@@ -57,7 +59,12 @@ pub fn agent_card(info: &CardInfo) -> Value {
             "httpAuthSecurityScheme": {"scheme": "Bearer", "description": "a token from the operator"},
             "type": "http", "scheme": "bearer"}});
         card["securityRequirements"] = json!([{"schemes": {"bearer": {"list": []}}}]);
-        card["security"] = json!([{"bearer": []}]);
+        if with_0_3 {
+            card["security"] = json!([{"bearer": []}]);
+        } else {
+            card["securitySchemes"] = json!({"bearer": {
+                "httpAuthSecurityScheme": {"scheme": "Bearer", "description": "a token from the operator"}}});
+        }
     }
     card
 }

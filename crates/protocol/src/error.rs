@@ -59,10 +59,11 @@ impl ErrorKind {
         }
     }
 
-    /// The HTTP status of the HTTP+JSON binding.
+    /// The HTTP status of the HTTP+JSON binding (A2A 1.0 §5.4).
     pub fn http_status(self) -> u16 {
         match self {
             ErrorKind::TaskNotFound | ErrorKind::MethodNotFound => 404,
+            ErrorKind::TaskNotCancelable => 409,
             ErrorKind::Internal => 500,
             ErrorKind::ServerBusy => 503,
             ErrorKind::Unauthenticated => 401,
@@ -77,6 +78,9 @@ impl ErrorKind {
             ErrorKind::Internal => "INTERNAL",
             ErrorKind::ServerBusy => "UNAVAILABLE",
             ErrorKind::Unauthenticated => "UNAUTHENTICATED",
+            ErrorKind::UnsupportedOperation
+            | ErrorKind::PushNotificationNotSupported
+            | ErrorKind::VersionNotSupported => "UNIMPLEMENTED",
             ErrorKind::Parse
             | ErrorKind::InvalidRequest
             | ErrorKind::InvalidParams

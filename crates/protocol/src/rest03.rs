@@ -8,44 +8,8 @@
 //! the one code path parses, and [`answer_out`] turns the 1.0 answer (or stream event) into
 //! 0.3 protobuf JSON.
 
+use crate::wire::camel_keys;
 use serde_json::{Map, Value, json};
-
-/// `snake_case` → `camelCase`.
-fn camel(key: &str) -> String {
-    let mut out = String::with_capacity(key.len());
-    let mut upper = false;
-    for c in key.chars() {
-        if c == '_' {
-            upper = true;
-        } else if upper {
-            out.extend(c.to_uppercase());
-            upper = false;
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-/// Every object key in camelCase, except under `metadata` and `data` (the caller's own JSON).
-fn camel_keys(value: &Value) -> Value {
-    match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let v = if k == "metadata" || k == "data" {
-                        v.clone()
-                    } else {
-                        camel_keys(v)
-                    };
-                    (camel(k), v)
-                })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(camel_keys).collect()),
-        other => other.clone(),
-    }
-}
 
 /// A 0.3 protobuf-JSON request body as the 1.0 body of the same request.
 pub fn request_in(body: &Value) -> Value {

@@ -197,8 +197,10 @@ impl Service {
                 ErrorKind::PushNotificationNotSupported,
                 "push notifications are not supported",
             )),
+            // The card declares `extendedAgentCard: false`: then 1.0 says UnsupportedOperation
+            // (ExtendedAgentCardNotConfigured is for an agent that declares one it lacks).
             Call::ExtendedCard => Err(A2aError::new(
-                ErrorKind::ExtendedCardNotConfigured,
+                ErrorKind::UnsupportedOperation,
                 "this agent has no extended agent card",
             )),
         }

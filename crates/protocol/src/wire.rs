@@ -294,7 +294,13 @@ pub fn message_in(
     for (i, part) in parts.iter().enumerate() {
         stored_parts.push(part_in(part, &format!("{field}.parts[{i}]"))?);
     }
-    let mut out = object.clone();
+    // Only the fields a message has (1.0's, and 0.3's `kind`): anything else a client adds is
+    // dropped, not stored and echoed back in every later answer.
+    let mut out: Map<String, Value> = object
+        .iter()
+        .filter(|(key, _)| MESSAGE_FIELDS.contains(&key.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     out.insert("role".into(), json!(role));
     out.insert("parts".into(), Value::Array(stored_parts));
     out.insert("kind".into(), json!("message"));
@@ -324,6 +330,73 @@ pub fn message_in(
     Ok(Value::Object(out))
 }
 
+/// The fields of a message (A2A 1.0, and 0.3's `kind`).
+const MESSAGE_FIELDS: [&str; 9] = [
+    "messageId",
+    "contextId",
+    "taskId",
+    "role",
+    "parts",
+    "metadata",
+    "extensions",
+    "referenceTaskIds",
+    "kind",
+];
+
+/// `part` with only the members of its kind (0.3 form).
+fn only(part: &Value, keys: &[&str]) -> Value {
+    Value::Object(
+        part.as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(key, _)| keys.contains(&key.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    )
+}
+
+/// Object keys in `snake_case` (protobuf field names, which ProtoJSON parsers accept beside
+/// the JSON names) as `camelCase`, except inside `metadata` and `data`, which are the caller's
+/// own JSON.
+pub fn camel_keys(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| {
+                    let v = if k == "metadata" || k == "data" {
+                        v.clone()
+                    } else {
+                        camel_keys(v)
+                    };
+                    (camel(k), v)
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(camel_keys).collect()),
+        other => other.clone(),
+    }
+}
+
+/// `snake_case` → `camelCase` (other names unchanged).
+pub fn camel(key: &str) -> String {
+    if !key.contains('_') {
+        return key.to_owned();
+    }
+    let mut out = String::with_capacity(key.len());
+    let mut upper = false;
+    for c in key.chars() {
+        if c == '_' {
+            upper = true;
+        } else if upper {
+            out.extend(c.to_uppercase());
+            upper = false;
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn part_in(part: &Value, field: &str) -> Result<Value, A2aError> {
     let object = part
         .as_object()
@@ -334,7 +407,7 @@ fn part_in(part: &Value, field: &str) -> Result<Value, A2aError> {
             if !object.get("text").is_some_and(Value::is_string) {
                 return Err(bad("a text part needs a string \"text\""));
             }
-            Ok(part.clone())
+            Ok(only(part, &["kind", "text", "metadata"]))
         }
         Some("file") => {
             let file = object.get("file").and_then(Value::as_object);
@@ -345,13 +418,15 @@ fn part_in(part: &Value, field: &str) -> Result<Value, A2aError> {
             if !ok {
                 return Err(bad("a file part needs \"file\" with \"bytes\" or \"uri\""));
             }
-            Ok(part.clone())
+            let mut kept = only(part, &["kind", "file", "metadata"]);
+            kept["file"] = only(&kept["file"], &["bytes", "uri", "mimeType", "name"]);
+            Ok(kept)
         }
         Some("data") => {
             if !object.get("data").is_some_and(Value::is_object) {
                 return Err(bad("a data part needs an object \"data\""));
             }
-            Ok(part.clone())
+            Ok(only(part, &["kind", "data", "metadata"]))
         }
         Some(other) => Err(bad(&format!(
             "unknown part kind {:?} (text, file or data)",
@@ -457,6 +532,15 @@ mod tests {
             json!({"role": "user", "messageId": "m", "kind": "message", "parts": [
                 {"kind": "text", "text": "hi"},
                 {"kind": "data", "data": {"value": [1]}, "metadata": {"data_part_compat": true}}]})
+        );
+        // Unknown fields are dropped, not stored.
+        let extra = json!({"role": "ROLE_USER", "messageId": "m", "tckUnknownField": "x",
+            "parts": [{"kind": "text", "text": "hi", "junk": 1}]});
+        let stored = message_in(Some(&extra), "message", Version::V1_0, || "x".into()).unwrap();
+        assert_eq!(
+            stored,
+            json!({"role": "user", "messageId": "m", "kind": "message",
+                "parts": [{"kind": "text", "text": "hi"}]})
         );
         let v03 = json!({"role": "user", "parts": [{"kind": "text", "text": "hi"}]});
         let stored = message_in(Some(&v03), "message", Version::V0_3, || "fresh".into()).unwrap();
