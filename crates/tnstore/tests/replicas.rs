@@ -192,3 +192,87 @@ async fn a_cancel_between_the_agents_read_and_write_is_never_overwritten_over_fi
         }
     }
 }
+
+/// A subscriber on replica B follows a Task whose agent runs on replica A: B reads every change
+/// from the shared store (its own saves wake it; A's reach it by polling), so the stream carries
+/// A's partial artifacts and ends at A's completion. Over one file directory, native and
+/// component.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscriber_on_one_replica_follows_a_task_running_on_the_other() {
+    let tmp = tempfile::tempdir().unwrap();
+    for (kind, selector) in [
+        (
+            "native",
+            format!("file:{}", tmp.path().join("native").display()),
+        ),
+        (
+            "component",
+            format!(
+                "wasm:builtin?dir={}",
+                tmp.path().join("component").display()
+            ),
+        ),
+    ] {
+        let a = Replica::start_with(&selector, 2000, &["--recovery", "off"]);
+        let b = Replica::start_with(&selector, 0, &["--recovery", "off"]);
+        let client = reqwest::Client::new();
+        let sent: Value = client
+            .post(format!("{}message:send", a.url))
+            .header("A2A-Version", "1.0")
+            .json(
+                &json!({"message": {"role": "ROLE_USER", "messageId": format!("m-{kind}"),
+                "parts": [{"text": "across two replicas"}]},
+                "configuration": {"returnImmediately": true}}),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let id = sent["task"]["id"]
+            .as_str()
+            .expect("acknowledged")
+            .to_owned();
+        let stream = client
+            .get(format!("{}tasks/{id}:subscribe", b.url))
+            .header("A2A-Version", "1.0")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(stream.headers()["content-type"], "text/event-stream");
+        let text = tokio::time::timeout(Duration::from_secs(30), stream.text())
+            .await
+            .expect("the stream ends with the Task")
+            .unwrap();
+        let events: Vec<Value> = text
+            .split("\n\n")
+            .filter_map(|frame| frame.strip_prefix("data: "))
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect();
+        assert_eq!(events[0]["task"]["id"], id.as_str(), "{kind}: {events:?}");
+        let replies: String = events
+            .iter()
+            .filter_map(|e| e.get("artifactUpdate"))
+            .flat_map(|u| u["artifact"]["parts"].as_array().unwrap().iter())
+            .map(|p| p["text"].as_str().unwrap())
+            .collect();
+        let snapshot: String = events[0]["task"]["artifacts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|a| a["parts"].as_array().unwrap().iter())
+            .map(|p| p["text"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            format!("{snapshot}{replies}"),
+            "across two replicas",
+            "{kind}: {events:?}"
+        );
+        assert_eq!(
+            events.last().unwrap()["statusUpdate"]["status"]["state"],
+            "TASK_STATE_COMPLETED",
+            "{kind}: {events:?}"
+        );
+    }
+}
