@@ -325,8 +325,7 @@ async fn streams_give_the_task_then_its_updates_and_end_at_completion() {
             .into_iter()
             .map(|e| if path == "/" { e["result"].clone() } else { e })
             .collect();
-        let text: String;
-        if version == "1.0" {
+        let text: String = if version == "1.0" {
             assert_eq!(
                 events[0]["task"]["status"]["state"], "TASK_STATE_SUBMITTED",
                 "{events:?}"
@@ -343,24 +342,24 @@ async fn streams_give_the_task_then_its_updates_and_end_at_completion() {
             assert!(chunks.len() >= 2, "partial artifacts streamed: {events:?}");
             assert_eq!(chunks[0]["append"], false);
             assert!(chunks[1..].iter().all(|c| c["append"] == true));
-            text = chunks
+            chunks
                 .iter()
                 .flat_map(|c| c["artifact"]["parts"].as_array().unwrap().iter())
                 .map(|p| p["text"].as_str().unwrap())
-                .collect();
+                .collect()
         } else {
             assert_eq!(events[0]["kind"], "task", "{events:?}");
             let last = events.last().unwrap();
             assert_eq!(last["kind"], "status-update");
             assert_eq!(last["status"]["state"], "completed");
             assert_eq!(last["final"], true);
-            text = events
+            events
                 .iter()
                 .filter(|e| e["kind"] == "artifact-update")
                 .flat_map(|c| c["artifact"]["parts"].as_array().unwrap().iter())
                 .map(|p| p["text"].as_str().unwrap())
-                .collect();
-        }
+                .collect()
+        };
         assert_eq!(text, "one two three four", "{path} {version}");
     }
 }
