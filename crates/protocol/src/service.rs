@@ -114,7 +114,7 @@ struct Inner {
     spawn: Arc<dyn Spawn>,
     background: Arc<Semaphore>,
     /// Wakes subscribers and waiters of a Task (key: namespace and id) after each save here.
-    wakers: Mutex<HashMap<String, watch::Sender<u64>>>,
+    wakers: Wakers,
     /// The cancel signal of each agent running here.
     cancels: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Per-Task locks, for stores without versions only (see [`Inner::guard`]).
@@ -135,7 +135,7 @@ impl Service {
                 config,
                 spawn,
                 background,
-                wakers: Mutex::new(HashMap::new()),
+                wakers: Arc::new(Mutex::new(HashMap::new())),
                 cancels: Mutex::new(HashMap::new()),
                 locks: Mutex::new(HashMap::new()),
                 versioned: Mutex::new(HashMap::new()),
@@ -203,6 +203,31 @@ impl Service {
                 ErrorKind::UnsupportedOperation,
                 "this agent has no extended agent card",
             )),
+        }
+    }
+}
+
+/// One sender per Task with a listener in this process (a stream or a waiting send). An entry
+/// goes when its last listener does ([`Waker`]'s drop), or at the next save with none left.
+type Wakers = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
+
+/// A listener's receiver; dropping the last one for a Task removes the Task's entry, so the
+/// map holds only Tasks someone listens to (a client subscribing to unknown ids leaves nothing).
+struct Waker {
+    rx: watch::Receiver<u64>,
+    key: String,
+    wakers: Wakers,
+}
+
+impl Drop for Waker {
+    fn drop(&mut self) {
+        let mut wakers = self.wakers.lock().unwrap_or_else(|e| e.into_inner());
+        // Our own receiver still counts here.
+        if wakers
+            .get(&self.key)
+            .is_some_and(|sender| sender.receiver_count() <= 1)
+        {
+            wakers.remove(&self.key);
         }
     }
 }
@@ -344,12 +369,18 @@ impl Inner {
     }
 
     /// A receiver woken by every save of Task `id` in this process.
-    fn waker(&self, at: &At, id: &str) -> watch::Receiver<u64> {
-        let mut wakers = self.lock_map(&self.wakers);
-        wakers
-            .entry(at.key(id))
+    fn waker(&self, at: &At, id: &str) -> Waker {
+        let key = at.key(id);
+        let rx = self
+            .lock_map(&self.wakers)
+            .entry(key.clone())
             .or_insert_with(|| watch::channel(0).0)
-            .subscribe()
+            .subscribe();
+        Waker {
+            rx,
+            key,
+            wakers: Arc::clone(&self.wakers),
+        }
     }
 
     fn wake(&self, at: &At, id: &str) {
@@ -549,7 +580,7 @@ impl Inner {
         &self,
         at: &At,
         id: &str,
-        mut waker: watch::Receiver<u64>,
+        mut waker: Waker,
         finished: &AtomicBool,
     ) -> Result<Value, A2aError> {
         loop {
@@ -848,9 +879,9 @@ impl Sink for ReplySink {
     }
 }
 
-async fn wait_for_change(waker: &mut watch::Receiver<u64>, poll: Duration) {
+async fn wait_for_change(waker: &mut Waker, poll: Duration) {
     tokio::select! {
-        changed = waker.changed() => {
+        changed = waker.rx.changed() => {
             if changed.is_err() {
                 tokio::time::sleep(poll).await;
             }
@@ -867,7 +898,7 @@ pub struct Subscription {
     at: At,
     id: String,
     version: Version,
-    waker: watch::Receiver<u64>,
+    waker: Waker,
     last: Value,
     pending: VecDeque<Value>,
     done: bool,
@@ -880,7 +911,7 @@ impl Subscription {
         at: At,
         id: String,
         version: Version,
-        waker: watch::Receiver<u64>,
+        waker: Waker,
         snapshot: Value,
         end_on_interrupt: bool,
         poll: Duration,
@@ -1005,4 +1036,69 @@ impl Subscription {
 
 fn is_terminal(task: &Value) -> bool {
     state_of(task).is_some_and(TaskState::is_terminal)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::EchoAgent;
+    use toolnexus_core::InMemoryTaskStore;
+
+    struct NoSpawn;
+    impl Spawn for NoSpawn {
+        fn spawn(&self, _future: BoxFuture<'static, ()>) {}
+    }
+
+    fn service() -> Service {
+        let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
+        Service::new(
+            Arc::new(SingleStore(store)),
+            ServiceConfig {
+                agent: Arc::new(EchoAgent::default()),
+                max_background_tasks: 8,
+                max_list_bytes: 1 << 20,
+                tenants: HashSet::new(),
+                poll_interval: Duration::from_millis(10),
+                output_modes: vec!["text/plain".into()],
+                finish_read_to_write_delay: Duration::ZERO,
+            },
+            Arc::new(NoSpawn),
+        )
+    }
+
+    #[tokio::test]
+    async fn listeners_leave_nothing_behind() {
+        let service = service();
+        let scope = Scope::default();
+        for i in 0..1000 {
+            let call = Call::Subscribe {
+                id: format!("no-such-task-{i}"),
+            };
+            let refused = service.call(&scope, call, Version::V1_0).await;
+            assert_eq!(refused.err().map(|e| e.code()), Some(-32001));
+        }
+        assert_eq!(service.inner.wakers.lock().unwrap().len(), 0);
+        // A stream that is dropped before its Task changes leaves nothing either.
+        let sent = service
+            .call(
+                &scope,
+                Call::Send(SendParams {
+                    message: json!({"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "x"}]}),
+                    streaming: true,
+                    return_immediately: false,
+                    history_length: None,
+                    accepted_output_modes: Vec::new(),
+                    push_config: false,
+                }),
+                Version::V1_0,
+            )
+            .await;
+        let Ok(Answer::Stream(mut stream)) = sent else {
+            panic!("a stream")
+        };
+        assert!(stream.next().await.is_some());
+        assert_eq!(service.inner.wakers.lock().unwrap().len(), 1);
+        drop(stream);
+        assert_eq!(service.inner.wakers.lock().unwrap().len(), 0);
+    }
 }
