@@ -27,7 +27,7 @@ start
 echo "--- agent card:"
 curl -s "$url.well-known/agent-card.json"; echo
 echo "--- SendMessage:"
-sent=$(rpc '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"user","parts":[{"kind":"text","text":"hello, store"}]}}}')
+sent=$(rpc '{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"configuration":{"blocking":false},"message":{"role":"user","messageId":"demo-0","parts":[{"kind":"text","text":"hello, store"}]}}}')
 echo "$sent"
 id=$(echo "$sent" | sed -E 's/.*"result":\{"id":"([^"]+)".*/\1/')
 echo "--- GetTask $id (right away, then after the agent is done):"

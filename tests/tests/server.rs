@@ -56,7 +56,7 @@ impl Server {
         let body = self
             .call(
                 "SendMessage",
-                json!({"configuration": {"blocking": false}, "message": {"role": "user", "parts": [{"kind": "text", "text": text}]}}),
+                json!({"configuration": {"blocking": false}, "message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": text}]}}),
             )
             .await;
         body["result"].clone()
@@ -378,8 +378,8 @@ async fn bad_requests_get_the_right_json_rpc_errors_and_change_nothing() {
         (json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": 5}}).to_string(), codes::INVALID_PARAMS),
         (json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "missing"}}).to_string(), codes::TASK_NOT_FOUND),
         (json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {}}).to_string(), codes::INVALID_PARAMS),
-        (json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"role": "user", "parts": []}}}).to_string(), codes::INVALID_PARAMS),
-        (json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"role": "user", "parts": [1]}}}).to_string(), codes::INVALID_PARAMS),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"role": "user", "messageId": "m", "parts": []}}}).to_string(), codes::INVALID_PARAMS),
+        (json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {"role": "user", "messageId": "m", "parts": [1]}}}).to_string(), codes::INVALID_PARAMS),
         (json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"pageSize": -1}}).to_string(), codes::INVALID_PARAMS),
     ];
     for (body, code) in cases {
@@ -391,7 +391,7 @@ async fn bad_requests_get_the_right_json_rpc_errors_and_change_nothing() {
     // An oversized body is refused before it is read: HTTP 413, or — when the server answers
     // and closes while the client is still sending — a connection the server cut short.
     let big = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": {
-        "role": "user", "parts": [{"kind": "text", "text": "x".repeat(2 << 20)}]}}});
+        "role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "x".repeat(2 << 20)}]}}});
     let sent = server
         .client
         .post(&server.url)

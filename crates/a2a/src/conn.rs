@@ -67,6 +67,12 @@ pub(crate) async fn run(listener: TcpListener, router: Router, limits: Limits) -
                 continue;
             }
         };
+        // Replies and stream events go out as soon as they are written: with Nagle's algorithm on,
+        // an event written after an unacknowledged one waits for the client's delayed ACK
+        // (about 40 ms on Linux), so every stream would take that long.
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(target: "toolnexus::server", %peer, error = %e, "cannot set TCP_NODELAY");
+        }
         let router = router.clone();
         let builder = builder.clone();
         tokio::spawn(async move {

@@ -107,7 +107,7 @@ async fn call(addr: SocketAddr, method: &str, params: Value) -> (String, Value) 
 /// A 0.3 `message/send` that answers at once (0.3 JSON-RPC sends wait by default).
 fn message(text: &str) -> Value {
     json!({"configuration": {"blocking": false},
-        "message": {"role": "user", "parts": [{"kind": "text", "text": text}]}})
+        "message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": text}]}})
 }
 
 #[tokio::test]

@@ -456,7 +456,7 @@ impl Inner {
             ));
         }
         self.check_output_modes(&params.accepted_output_modes)?;
-        let mut message = message_in(Some(&params.message), "message", version, new_id)?;
+        let mut message = message_in(Some(&params.message), "message")?;
         let permit = self.permit()?;
         let task = match message
             .get("taskId")

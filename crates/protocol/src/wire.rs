@@ -263,15 +263,9 @@ fn part_to_v03(part: &Value) -> Option<Value> {
 }
 
 /// An incoming message (either version's form) in the stored form, checked: an object with
-/// a known `role` and a non-empty array of parts, each of a known kind. A 1.0 message must
-/// carry its `messageId` (the field is required there); a 0.3 message without one gets a
-/// fresh one from `new_id`.
-pub fn message_in(
-    message: Option<&Value>,
-    field: &str,
-    version: Version,
-    new_id: impl FnOnce() -> String,
-) -> Result<Value, A2aError> {
+/// a known `role`, a `messageId` (required in both versions) and a non-empty array of parts,
+/// each of a known kind.
+pub fn message_in(message: Option<&Value>, field: &str) -> Result<Value, A2aError> {
     let object = message
         .and_then(Value::as_object)
         .ok_or_else(|| A2aError::invalid(format!("{field} must be an object")))?;
@@ -306,9 +300,6 @@ pub fn message_in(
     out.insert("kind".into(), json!("message"));
     match object.get("messageId") {
         Some(Value::String(id)) if !id.is_empty() => {}
-        None | Some(Value::Null) if version == Version::V0_3 => {
-            out.insert("messageId".into(), json!(new_id()));
-        }
         _ => {
             return Err(A2aError::invalid(format!(
                 "{field}.messageId must be a non-empty string"
@@ -526,7 +517,7 @@ mod tests {
     #[test]
     fn incoming_messages_are_stored_in_one_form() {
         let v1 = json!({"role": "ROLE_USER", "messageId": "m", "parts": [{"text": "hi"}, {"data": [1]}]});
-        let stored = message_in(Some(&v1), "message", Version::V1_0, || "x".into()).unwrap();
+        let stored = message_in(Some(&v1), "message").unwrap();
         assert_eq!(
             stored,
             json!({"role": "user", "messageId": "m", "kind": "message", "parts": [
@@ -536,54 +527,53 @@ mod tests {
         // Unknown fields are dropped, not stored.
         let extra = json!({"role": "ROLE_USER", "messageId": "m", "tckUnknownField": "x",
             "parts": [{"kind": "text", "text": "hi", "junk": 1}]});
-        let stored = message_in(Some(&extra), "message", Version::V1_0, || "x".into()).unwrap();
+        let stored = message_in(Some(&extra), "message").unwrap();
         assert_eq!(
             stored,
             json!({"role": "user", "messageId": "m", "kind": "message",
                 "parts": [{"kind": "text", "text": "hi"}]})
         );
-        let v03 = json!({"role": "user", "parts": [{"kind": "text", "text": "hi"}]});
-        let stored = message_in(Some(&v03), "message", Version::V0_3, || "fresh".into()).unwrap();
-        assert_eq!(stored["messageId"], "fresh");
         // Refused, each with the field named.
-        for (bad, version, field) in [
+        for (bad, field) in [
             (
                 json!({"role": "ROLE_USER", "parts": [{"text": "x"}]}),
-                Version::V1_0,
+                "messageId",
+            ),
+            // Required in 0.3 too.
+            (
+                json!({"role": "user", "parts": [{"kind": "text", "text": "x"}]}),
+                "messageId",
+            ),
+            (
+                json!({"role": "user", "messageId": "", "parts": [{"kind": "text", "text": "x"}]}),
                 "messageId",
             ),
             (
                 json!({"role": "boss", "messageId": "m", "parts": [{"text": "x"}]}),
-                Version::V1_0,
                 "role",
             ),
             (
                 json!({"role": "user", "messageId": "m", "parts": []}),
-                Version::V0_3,
                 "parts",
             ),
             (
                 json!({"role": "user", "messageId": "m", "parts": [{"text": "x", "url": "y"}]}),
-                Version::V1_0,
                 "parts[0]",
             ),
             (
                 json!({"role": "user", "messageId": "m", "parts": [{"kind": "video"}]}),
-                Version::V0_3,
                 "parts[0]",
             ),
             (
                 json!({"role": "user", "messageId": "m", "parts": [{"text": 3}]}),
-                Version::V1_0,
                 "parts[0]",
             ),
             (
                 json!({"role": "user", "messageId": "m", "taskId": 5, "parts": [{"text": "x"}]}),
-                Version::V1_0,
                 "taskId",
             ),
         ] {
-            let err = message_in(Some(&bad), "message", version, || "x".into()).unwrap_err();
+            let err = message_in(Some(&bad), "message").unwrap_err();
             assert_eq!(err.code(), -32602, "{bad}");
             assert!(err.message.contains(field), "{} lacks {field}", err.message);
         }

@@ -56,7 +56,7 @@ async fn interrupt_and_restart(selector: &str, cache: &Path, restart_args: &[&st
         &client,
         &first.url,
         "SendMessage",
-        json!({"configuration": {"blocking": false}, "message": {"role": "user", "parts": [{"kind": "text", "text": "never finished"}]}}),
+        json!({"configuration": {"blocking": false}, "message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "never finished"}]}}),
     )
     .await;
     let id = sent["result"]["id"]

@@ -67,7 +67,7 @@ impl Drop for Replica {
 }
 
 fn send(text: &str, context: &str) -> Value {
-    json!({"configuration": {"blocking": false}, "message": {"role": "user", "contextId": context,
+    json!({"configuration": {"blocking": false}, "message": {"role": "user", "messageId": "m", "contextId": context,
         "parts": [{"kind": "text", "text": text}]}})
 }
 

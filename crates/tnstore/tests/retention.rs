@@ -249,7 +249,7 @@ async fn serve_retain_deletes_old_terminal_tasks_in_the_background() {
         &client,
         &url,
         "SendMessage",
-        json!({"configuration": {"blocking": false}, "message": {"role": "user", "parts": [{"kind": "text", "text": "fresh"}]}}),
+        json!({"configuration": {"blocking": false}, "message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": "fresh"}]}}),
     )
     .await;
     let id = sent["result"]["id"]

@@ -54,7 +54,7 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
         let mut server = start(&dir, &cache);
         for i in 0..3 {
             let sent = call(&client, &server.url, "SendMessage",
-                json!({"configuration": {"blocking": false}, "message": {"role": "user", "parts": [{"kind": "text", "text": format!("{kill_after} {i}")}]}})).await;
+                json!({"configuration": {"blocking": false}, "message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": format!("{kill_after} {i}")}]}})).await;
             let id = sent["result"]["id"]
                 .as_str()
                 .expect("acknowledged")
@@ -164,7 +164,7 @@ async fn serve_flags_set_the_server_limits() {
     let long = "x".repeat(1000);
     let message = |text: &str| {
         json!({"configuration": {"blocking": false},
-        "message": {"role": "user", "parts": [{"kind": "text", "text": text}]}})
+        "message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": text}]}})
     };
     for _ in 0..2 {
         let sent = call(&client, &url, "SendMessage", message(&long)).await;
