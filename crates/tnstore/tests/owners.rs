@@ -4,15 +4,15 @@
 
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Child;
 
 mod common;
 
 const ALICE: &str = "alice-secret-token-0001";
 const BOB: &str = "bob-secret-token-000002";
 
+/// `tnstore serve`, killed (SIGKILL) when dropped.
 struct Server {
-    child: Child,
+    serving: common::Serving,
     base: String,
 }
 
@@ -35,14 +35,13 @@ impl Server {
             },
         );
         Server {
-            child: serving.child,
             base: serving.url.trim_end_matches('/').to_owned(),
+            serving,
         }
     }
 
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
+    fn kill(self) {
+        self.serving.kill();
     }
 
     async fn rest(
@@ -69,13 +68,6 @@ impl Server {
         let response = request.send().await.unwrap();
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

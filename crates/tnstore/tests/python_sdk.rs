@@ -21,7 +21,7 @@
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use toolnexus_conformance::pg::{self, TableGuard};
 
@@ -63,35 +63,11 @@ fn python() -> Option<PathBuf> {
     None
 }
 
-/// `tnstore serve`, killed (SIGKILL) when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(selector: &str, cache: &Path, echo_ms: &str) -> Server {
-        let serving = common::serve(&["--store", selector], &["--echo-delay-ms", echo_ms], |c| {
-            c.env("TOOLNEXUS_CACHE_DIR", cache);
-        });
-        Server {
-            child: serving.child,
-            url: serving.url,
-        }
-    }
-
-    /// SIGKILL: the agent's Tasks are left as they were in the store.
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `tnstore serve` over `selector`, killed (SIGKILL) when dropped.
+fn start_server(selector: &str, cache: &Path, echo_ms: &str) -> common::Serving {
+    common::serve(&["--store", selector], &["--echo-delay-ms", echo_ms], |c| {
+        c.env("TOOLNEXUS_CACHE_DIR", cache);
+    })
 }
 
 /// The script's runs against one store, and what went wrong in them.
@@ -229,7 +205,7 @@ fn drive(python: PathBuf, store: &str, selector: &str, cache: &Path) {
         count: 0,
     };
 
-    let quick = Server::start(selector, cache, QUICK_ECHO_MS);
+    let quick = start_server(selector, cache, QUICK_ECHO_MS);
     for protocol in PROTOCOLS {
         for binding in BINDINGS {
             runs.run(&quick.url, protocol, binding, "basic,stream,not-found", &[]);
@@ -237,7 +213,7 @@ fn drive(python: PathBuf, store: &str, selector: &str, cache: &Path) {
     }
     quick.kill();
 
-    let slow = Server::start(selector, cache, SLOW_ECHO_MS);
+    let slow = start_server(selector, cache, SLOW_ECHO_MS);
     let mut subscribed = Vec::new();
     for protocol in PROTOCOLS {
         for binding in BINDINGS {
@@ -254,7 +230,7 @@ fn drive(python: PathBuf, store: &str, selector: &str, cache: &Path) {
     }
     slow.kill();
 
-    let restarted = Server::start(selector, cache, SLOW_ECHO_MS);
+    let restarted = start_server(selector, cache, SLOW_ECHO_MS);
     for (protocol, binding, id) in &subscribed {
         runs.run(
             &restarted.url,

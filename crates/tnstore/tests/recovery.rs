@@ -5,45 +5,20 @@
 
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Child;
 
 mod common;
 use common::{call, poll_task};
 
 const INTERRUPTED: &str = "interrupted: the server stopped before this task finished";
 
-/// Ends the server however the test ends, so a failing assertion leaves no process behind.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Server {
-    fn start(selector: &str, cache: &Path, extra: &[&str]) -> Server {
-        // The agent thinks for a minute: the Task stays `working` until the kill.
-        let mut args = vec!["--echo-delay-ms", "60000"];
-        args.extend_from_slice(extra);
-        let serving = common::serve(&["--store", selector], &args, |c| {
-            c.env("TOOLNEXUS_CACHE_DIR", cache);
-        });
-        Server {
-            child: serving.child,
-            url: serving.url,
-        }
-    }
-
-    /// SIGKILL: no chance to save anything on the way out.
-    fn kill(mut self) {
-        self.child.kill().unwrap();
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// `tnstore serve` over `selector` whose agent thinks for a minute: a Task stays `working`
+/// until the kill. Killed (SIGKILL) when dropped.
+fn start_server(selector: &str, cache: &Path, extra: &[&str]) -> common::Serving {
+    let mut args = vec!["--echo-delay-ms", "60000"];
+    args.extend_from_slice(extra);
+    common::serve(&["--store", selector], &args, |c| {
+        c.env("TOOLNEXUS_CACHE_DIR", cache);
+    })
 }
 
 /// Sends a message, waits until its Task is `working`, kills the server with SIGKILL, restarts
@@ -51,7 +26,7 @@ impl Drop for Server {
 /// answers it.
 async fn interrupt_and_restart(selector: &str, cache: &Path, restart_args: &[&str]) -> Value {
     let client = reqwest::Client::new();
-    let first = Server::start(selector, cache, &[]);
+    let first = start_server(selector, cache, &[]);
     let sent = call(
         &client,
         &first.url,
@@ -70,7 +45,7 @@ async fn interrupt_and_restart(selector: &str, cache: &Path, restart_args: &[&st
     assert!(working, "the agent never started working: {seen}");
     first.kill();
 
-    let restarted = Server::start(selector, cache, restart_args);
+    let restarted = start_server(selector, cache, restart_args);
     let got = call(&client, &restarted.url, "GetTask", json!({"id": id})).await;
     assert_eq!(got["result"]["id"], id.as_str(), "{got}");
     assert_eq!(
@@ -139,7 +114,7 @@ async fn recovery_touches_only_unfinished_tasks() {
         let saved = common::run(&["--store", &selector, "save"], &task.to_string(), |_| {});
         assert_eq!(saved.status.code(), Some(0), "{saved:?}");
     }
-    let server = Server::start(&selector, &cache, &[]);
+    let server = start_server(&selector, &cache, &[]);
     let client = reqwest::Client::new();
     for (id, state) in tasks {
         let got = call(&client, &server.url, "GetTask", json!({"id": id})).await;

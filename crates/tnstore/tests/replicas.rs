@@ -7,7 +7,6 @@
 //! without either the test skips, unless `TOOLNEXUS_REQUIRE_POSTGRES=1`.
 
 use serde_json::{Value, json};
-use std::process::Child;
 use std::time::Duration;
 use toolnexus_conformance::pg::{self, TableGuard};
 
@@ -15,8 +14,7 @@ mod common;
 
 /// One replica: `tnstore serve` on a port of its own; killed when dropped.
 struct Replica {
-    child: Child,
-    url: String,
+    serving: common::Serving,
 }
 
 impl Replica {
@@ -34,14 +32,11 @@ impl Replica {
             "the password is printed: {}",
             serving.banner
         );
-        Replica {
-            child: serving.child,
-            url: serving.url,
-        }
+        Replica { serving }
     }
 
     async fn call(&self, method: &str, params: Value) -> Value {
-        common::call(&reqwest::Client::new(), &self.url, method, params).await
+        common::call(&reqwest::Client::new(), &self.serving.url, method, params).await
     }
 
     /// Polls GetTask until the Task is in `state` (the other replica's agent works in the
@@ -56,13 +51,6 @@ impl Replica {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         panic!("{id} never reached {state}: {last}");
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -81,7 +69,7 @@ async fn a_task_created_on_one_replica_is_read_cancelled_and_listed_on_the_other
     // at once.
     let a = Replica::start(&selector, 60_000);
     let b = Replica::start(&selector, 0);
-    assert_ne!(a.url, b.url);
+    assert_ne!(a.serving.url, b.serving.url);
 
     // Created through A, read through B (once A's agent has it working).
     let sent = a.call("SendMessage", send("slow", "ctx-replicas")).await;
@@ -217,7 +205,7 @@ async fn a_subscriber_on_one_replica_follows_a_task_running_on_the_other() {
         let b = Replica::start_with(&selector, 0, &["--recovery", "off"]);
         let client = reqwest::Client::new();
         let sent: Value = client
-            .post(format!("{}message:send", a.url))
+            .post(format!("{}message:send", a.serving.url))
             .header("A2A-Version", "1.0")
             .json(
                 &json!({"message": {"role": "ROLE_USER", "messageId": format!("m-{kind}"),
@@ -235,7 +223,7 @@ async fn a_subscriber_on_one_replica_follows_a_task_running_on_the_other() {
             .expect("acknowledged")
             .to_owned();
         let stream = client
-            .get(format!("{}tasks/{id}:subscribe", b.url))
+            .get(format!("{}tasks/{id}:subscribe", b.serving.url))
             .header("A2A-Version", "1.0")
             .send()
             .await

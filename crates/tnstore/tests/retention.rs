@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Child, Output};
+use std::process::Output;
 use std::time::{Duration, SystemTime};
 
 mod common;
@@ -195,16 +195,6 @@ fn prune_exit_codes() {
     }
 }
 
-/// Ends the server however the test ends.
-struct Stop(Child);
-
-impl Drop for Stop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_retain_deletes_old_terminal_tasks_in_the_background() {
     let tmp = tempfile::tempdir().unwrap();
@@ -229,7 +219,6 @@ async fn serve_retain_deletes_old_terminal_tasks_in_the_background() {
         c.env("TOOLNEXUS_CACHE_DIR", &cache);
     });
     let url = serving.url.clone();
-    let _stop = Stop(serving.child);
     let client = reqwest::Client::new();
     for id in old {
         // Bounded: the first pass runs at startup.

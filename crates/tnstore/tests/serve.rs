@@ -4,32 +4,22 @@
 
 use serde_json::json;
 use std::path::Path;
-use std::process::Child;
 use std::time::Duration;
 
 mod common;
 use common::call;
 
-struct Running {
-    child: Child,
-    url: String,
-}
-
-fn start(dir: &Path, cache: &Path) -> Running {
+fn start(dir: &Path, cache: &Path) -> common::Serving {
     let store = format!("wasm:builtin?dir={}", dir.display());
     // Durability across a kill, not recovery (which `recovery.rs` tests): interrupted Tasks
     // are left as they were.
-    let serving = common::serve(
+    common::serve(
         &["--store", &store],
         &["--echo-delay-ms", "300", "--recovery", "off"],
         |c| {
             c.env("TOOLNEXUS_CACHE_DIR", cache);
         },
-    );
-    Running {
-        child: serving.child,
-        url: serving.url,
-    }
+    )
 }
 
 fn rank(state: &str) -> u8 {
@@ -51,7 +41,7 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
 
     // Kill right after the submitted answer, once the agent is working, and after completion.
     for kill_after in ["submitted", "working", "completed"] {
-        let mut server = start(&dir, &cache);
+        let server = start(&dir, &cache);
         for i in 0..3 {
             let sent = call(&client, &server.url, "SendMessage",
                 json!({"configuration": {"blocking": false}, "message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": format!("{kill_after} {i}")}]}})).await;
@@ -80,10 +70,9 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
                 "the task reached {kill_after} before the kill"
             );
         }
-        server.child.kill().unwrap(); // SIGKILL
-        server.child.wait().unwrap();
+        server.kill();
 
-        let mut restarted = start(&dir, &cache);
+        let restarted = start(&dir, &cache);
         for (id, seen) in &acknowledged {
             let got = call(&client, &restarted.url, "GetTask", json!({"id": id})).await;
             let task = &got["result"];
@@ -100,8 +89,7 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
                 assert!(task["artifacts"][0]["parts"][0]["text"].is_string());
             }
         }
-        restarted.child.kill().unwrap();
-        restarted.child.wait().unwrap();
+        restarted.kill();
     }
     assert_eq!(acknowledged.len(), 9);
 }
@@ -112,14 +100,6 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_flags_set_the_server_limits() {
     use std::io::{Read, Write};
-    /// Ends the server however the test ends, so a failing assertion leaves no process behind.
-    struct Stop(Child);
-    impl Drop for Stop {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let server = common::serve(
         &["--store", "memory"],
         &[
@@ -135,7 +115,6 @@ async fn serve_flags_set_the_server_limits() {
         |_| {},
     );
     let url = server.url.clone();
-    let _stop = Stop(server.child);
     let client = reqwest::Client::new();
 
     // Half a header line, then nothing: the server hangs up (after 300 ms; the guard is well

@@ -10,12 +10,28 @@ use std::process::{Child, Command, Stdio};
 /// The `tnstore` binary of this package, built by cargo for these tests.
 pub const TNSTORE: &str = env!("CARGO_BIN_EXE_tnstore");
 
-/// `tnstore serve` running, with the URL it printed.
+/// `tnstore serve` running, with the URL it printed; killed (SIGKILL) when dropped, so a failing
+/// assertion leaves no process behind.
 pub struct Serving {
     pub child: Child,
     pub url: String,
     /// The first line it printed (`listening on <url> with <store>`).
     pub banner: String,
+}
+
+impl Serving {
+    /// SIGKILL, and waits for the process: no chance to save anything on the way out.
+    pub fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// Starts `tnstore <store_args> serve --addr 127.0.0.1:0 <serve_args>` (after `configure` has
