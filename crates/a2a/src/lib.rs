@@ -57,7 +57,7 @@ use futures_util::future::BoxFuture;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use toolnexus_a2a_protocol::call::{self, Call};
 use toolnexus_a2a_protocol::card::{CardInfo, agent_card as card_json};
 use toolnexus_a2a_protocol::rest03;
@@ -217,6 +217,8 @@ struct AppState {
     /// The card for 1.0 clients, and with the 0.3 fields beside it, each with its `ETag`.
     card_v1: (String, String),
     card_compat: (String, String),
+    /// When the cards were made (the router's creation, to the second): their `Last-Modified`.
+    card_modified: SystemTime,
 }
 
 /// A card's text and its entity tag (a digest of the text).
@@ -340,6 +342,13 @@ pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String)
         config,
         card_v1,
         card_compat,
+        // Whole seconds, as HTTP dates carry them, so `If-Modified-Since` compares exactly.
+        card_modified: SystemTime::UNIX_EPOCH
+            + Duration::from_secs(
+                SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+            ),
     });
     Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
@@ -371,8 +380,9 @@ async fn with_request_id(mut request: Request, next: Next) -> Response {
 const CARD_MAX_AGE: &str = "public, max-age=300";
 
 /// The agent card: the pure 1.0 card to a client that says it speaks 1.0 (`A2A-Version`),
-/// else the 1.0 card with the 0.3 fields beside it; with an `ETag` and a `Cache-Control`, and
-/// 304 to an `If-None-Match` that names the current tag.
+/// else the 1.0 card with the 0.3 fields beside it; with an `ETag`, a `Last-Modified` and a
+/// `Cache-Control`, and 304 to an `If-None-Match` that names the current tag or, without
+/// `If-None-Match`, to an `If-Modified-Since` not before the card was made (RFC 9110 §13.2.2).
 async fn agent_card(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let v1 = matches!(requested_version(&request), Some(Ok(Version::V1_0)));
     let (text, tag) = if v1 {
@@ -380,15 +390,17 @@ async fn agent_card(State(state): State<Arc<AppState>>, request: Request) -> Res
     } else {
         &state.card_compat
     };
-    let matches = request
-        .headers()
-        .get(header::IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(',')
-                .any(|t| t.trim() == "*" || t.trim().trim_start_matches("W/") == tag)
-        });
-    let mut response = if matches {
+    let header_text = |name| request.headers().get(name).and_then(|v| v.to_str().ok());
+    let unchanged = match header_text(header::IF_NONE_MATCH) {
+        Some(tags) => tags
+            .split(',')
+            .any(|t| t.trim() == "*" || t.trim().trim_start_matches("W/") == tag),
+        // An unparsable date is ignored, as RFC 9110 says.
+        None => header_text(header::IF_MODIFIED_SINCE)
+            .and_then(|date| httpdate::parse_http_date(date).ok())
+            .is_some_and(|since| since >= state.card_modified),
+    };
+    let mut response = if unchanged {
         StatusCode::NOT_MODIFIED.into_response()
     } else {
         json_response(StatusCode::OK, text.clone())
@@ -396,6 +408,9 @@ async fn agent_card(State(state): State<Arc<AppState>>, request: Request) -> Res
     let headers = response.headers_mut();
     if let Ok(tag) = HeaderValue::from_str(tag) {
         headers.insert(header::ETAG, tag);
+    }
+    if let Ok(date) = HeaderValue::from_str(&httpdate::fmt_http_date(state.card_modified)) {
+        headers.insert(header::LAST_MODIFIED, date);
     }
     headers.insert(
         header::CACHE_CONTROL,

@@ -546,6 +546,72 @@ async fn the_agent_card_speaks_both_versions() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn the_agent_card_is_cacheable_by_tag_and_by_date() {
+    let server = start(ServerConfig::default()).await;
+    let url = format!("{}/.well-known/agent-card.json", server.base);
+    let fetch = |headers: Vec<(&'static str, String)>| {
+        let mut request = server.client.get(&url);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        async move { request.send().await.unwrap() }
+    };
+    let header = |response: &reqwest::Response, name: &str| {
+        response
+            .headers()
+            .get(name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .to_str()
+            .unwrap()
+            .to_owned()
+    };
+
+    let first = fetch(vec![]).await;
+    assert_eq!(first.status(), 200);
+    let tag = header(&first, "etag");
+    let modified = header(&first, "last-modified");
+    assert!(header(&first, "cache-control").contains("max-age="));
+    assert_eq!(header(&first, "vary"), "a2a-version");
+    let made = httpdate::parse_http_date(&modified).expect("an HTTP date");
+
+    // The pure 1.0 card is another entity, with its own tag.
+    let v1 = fetch(vec![("A2A-Version", "1.0".into())]).await;
+    assert_ne!(header(&v1, "etag"), tag);
+    let v1_card: Value = v1.json().await.unwrap();
+    assert!(v1_card.get("url").is_none(), "{v1_card}");
+
+    // By tag: the current one is 304 with no body, another is the card.
+    let same = fetch(vec![("If-None-Match", tag.clone())]).await;
+    assert_eq!(same.status(), 304);
+    assert_eq!(header(&same, "etag"), tag);
+    assert!(same.bytes().await.unwrap().is_empty());
+    let other = fetch(vec![("If-None-Match", "\"0000\"".into())]).await;
+    assert_eq!(other.status(), 200);
+
+    // By date: not modified since it was made; modified since a day before; a date that does
+    // not parse is ignored; a tag that does not match wins over a date that would.
+    let since = |t: std::time::SystemTime| httpdate::fmt_http_date(t);
+    let day = Duration::from_secs(86_400);
+    for (headers, status) in [
+        (vec![("If-Modified-Since", modified.clone())], 304),
+        (vec![("If-Modified-Since", since(made + day))], 304),
+        (vec![("If-Modified-Since", since(made - day))], 200),
+        (vec![("If-Modified-Since", "yesterday".into())], 200),
+        (
+            vec![
+                ("If-None-Match", "\"0000\"".into()),
+                ("If-Modified-Since", modified.clone()),
+            ],
+            200,
+        ),
+    ] {
+        let response = fetch(headers.clone()).await;
+        assert_eq!(response.status(), status, "{headers:?}");
+        assert_eq!(header(&response, "last-modified"), modified);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn tenants_are_separate_and_undeclared_ones_refused() {
     let server = start(ServerConfig {
         tenants: vec!["acme".into(), "beta".into()],
