@@ -310,3 +310,43 @@ async fn created_directories_are_0700_and_task_files_0600() {
         assert_eq!(mode(&dir.join("t1.json")), 0o600, "{name}: Task file");
     }
 }
+
+/// The native store hands its file work to Tokio's blocking pool: it reads and writes on every
+/// kind of runtime a caller may use, and from every place in one (a guard for any cheaper
+/// hand-off: blocking in place, for one, panics on a current-thread runtime).
+#[test]
+fn the_native_store_works_on_every_kind_of_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileTaskStore::new(dir.path()).unwrap();
+    let round_trip = |store: FileTaskStore, id: &'static str| async move {
+        let saved = task(json!({"id": id, "status": {"state": "working"}}));
+        store.save(&saved).await.unwrap();
+        assert_eq!(store.get(id).await.unwrap(), Some(saved.clone()));
+        let (got, version) = store.get_versioned(id).await.unwrap().unwrap();
+        assert_eq!((got, version), (saved, 1));
+        assert_eq!(store.get("absent").await.unwrap(), None);
+    };
+
+    let current = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    current.block_on(round_trip(store.clone(), "current-thread"));
+    // A LocalSet on a current-thread runtime.
+    tokio::task::LocalSet::new().block_on(&current, round_trip(store.clone(), "local-set"));
+
+    let multi = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    // On the thread that blocks on the runtime, on a worker, and on the blocking pool.
+    multi.block_on(round_trip(store.clone(), "block-on"));
+    let on_worker = store.clone();
+    multi
+        .block_on(multi.spawn(round_trip(on_worker, "worker")))
+        .unwrap();
+    let (handle, on_pool) = (multi.handle().clone(), store.clone());
+    multi
+        .block_on(multi.spawn_blocking(move || handle.block_on(round_trip(on_pool, "pool"))))
+        .unwrap();
+    drop(store);
+}
