@@ -136,22 +136,21 @@ async fn a_task_created_on_one_replica_is_read_cancelled_and_listed_on_the_other
     assert_eq!(gone["error"]["code"], -32001, "{gone}");
 }
 
+/// Both file stores, each over a directory of its own under `root`: `(kind, selector)`.
+fn file_selectors(root: &std::path::Path) -> [(&'static str, String); 2] {
+    [
+        ("native", format!("file:{}", root.join("native").display())),
+        (
+            "component",
+            format!("wasm:builtin?dir={}", root.join("component").display()),
+        ),
+    ]
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_cancel_between_the_agents_read_and_write_is_never_overwritten_over_files() {
     let tmp = tempfile::tempdir().unwrap();
-    for (kind, selector) in [
-        (
-            "native",
-            format!("file:{}", tmp.path().join("native").display()),
-        ),
-        (
-            "component",
-            format!(
-                "wasm:builtin?dir={}",
-                tmp.path().join("component").display()
-            ),
-        ),
-    ] {
+    for (kind, selector) in file_selectors(tmp.path()) {
         // A's agent answers at once, but waits 1.5 s between reading the Task for its final
         // save and saving it: B's cancel lands in between.
         let a = Replica::start_with(&selector, 0, &["--stage-finish-delay-ms", "1500"]);
@@ -188,19 +187,7 @@ async fn a_cancel_between_the_agents_read_and_write_is_never_overwritten_over_fi
 #[tokio::test(flavor = "multi_thread")]
 async fn a_subscriber_on_one_replica_follows_a_task_running_on_the_other() {
     let tmp = tempfile::tempdir().unwrap();
-    for (kind, selector) in [
-        (
-            "native",
-            format!("file:{}", tmp.path().join("native").display()),
-        ),
-        (
-            "component",
-            format!(
-                "wasm:builtin?dir={}",
-                tmp.path().join("component").display()
-            ),
-        ),
-    ] {
+    for (kind, selector) in file_selectors(tmp.path()) {
         let a = Replica::start_with(&selector, 2000, &["--recovery", "off"]);
         let b = Replica::start_with(&selector, 0, &["--recovery", "off"]);
         let client = reqwest::Client::new();
