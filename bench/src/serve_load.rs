@@ -277,7 +277,10 @@ impl Http {
         }
     }
 
-    async fn connect(&mut self) -> Result<(), Failure> {
+    /// A fresh connection to the target: its request sender.
+    async fn connect(
+        &mut self,
+    ) -> Result<hyper::client::conn::http1::SendRequest<String>, Failure> {
         let what = |e: &dyn std::fmt::Display| {
             fail(
                 "transport",
@@ -293,9 +296,8 @@ impl Http {
                 .await
                 .map_err(|e| what(&e))?;
         tokio::spawn(connection);
-        self.sender = Some(sender);
         self.connects += 1;
-        Ok(())
+        Ok(sender)
     }
 
     async fn request(
@@ -305,13 +307,6 @@ impl Http {
         headers: &[(&str, &str)],
         body: String,
     ) -> Result<hyper::Response<hyper::body::Incoming>, Failure> {
-        let usable = match self.sender.as_mut() {
-            Some(sender) => sender.ready().await.is_ok(),
-            None => false,
-        };
-        if !usable {
-            self.connect().await?;
-        }
         let mut request = hyper::Request::builder()
             .method(method)
             .uri(path)
@@ -322,11 +317,19 @@ impl Http {
         let request = request
             .body(body)
             .map_err(|e| fail("request", e.to_string()))?;
-        let sender = self.sender.as_mut().expect("connected above");
+        // The kept connection if it can take another request, else a new one.
+        let mut sender = match self.sender.take() {
+            Some(mut kept) => match kept.ready().await {
+                Ok(()) => kept,
+                Err(_) => self.connect().await?,
+            },
+            None => self.connect().await?,
+        };
         let answer = tokio::time::timeout(Duration::from_secs(30), sender.send_request(request))
             .await
-            .map_err(|_| fail("timeout", format!("no answer in 30 s from {path}")))?;
-        answer.map_err(|e| fail("transport", format!("{path}: {e}")))
+            .map_err(|_| fail("timeout", format!("no answer in 30 s from {path}")));
+        self.sender = Some(sender);
+        answer?.map_err(|e| fail("transport", format!("{path}: {e}")))
     }
 }
 
