@@ -196,35 +196,82 @@ struct Record {
     stamp: Stamp,
 }
 
+/// The length of every version record this store writes: one line of JSON padded with spaces.
+/// A record of exactly this length is overwritten in place by the next save (one write, well
+/// inside the first 512-byte sector); any other is replaced by a rename.
+const RECORD_LEN: usize = 128;
+
+/// What reading a version record found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RecordRead {
+    /// No record, or one that is not a regular file: no version known.
+    Missing,
+    Found(Record),
+    /// A record that does not parse or fails its check: torn by a save writing it at this very
+    /// moment (a reader without the lock), or left unreadable by a crash.
+    Unsettled,
+}
+
 impl Record {
+    /// The record's line: JSON with a check over its fields, padded to [`RECORD_LEN`].
     fn to_text(self) -> String {
-        format!(
-            "{{\"format\":1,\"version\":{},\"size\":{},\"mtime_ns\":{}}}\n",
-            self.version, self.stamp.size, self.stamp.mtime_ns
-        )
+        let mut text = format!(
+            "{{\"format\":1,\"version\":{},\"size\":{},\"mtime_ns\":{},\"check\":\"{}\"}}",
+            self.version,
+            self.stamp.size,
+            self.stamp.mtime_ns,
+            self.check()
+        );
+        debug_assert!(text.len() < RECORD_LEN, "a record fits its fixed length");
+        text.extend(std::iter::repeat_n(' ', RECORD_LEN - 1 - text.len()));
+        text.push('\n');
+        text
     }
 
+    /// The first 64 bits of the SHA-256 of the fields, in hex: a record torn by a concurrent
+    /// in-place write fails it.
+    fn check(self) -> String {
+        use sha2::{Digest, Sha256};
+        let digest = Sha256::digest(
+            format!(
+                "{} {} {}",
+                self.version, self.stamp.size, self.stamp.mtime_ns
+            )
+            .as_bytes(),
+        );
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// A record's text: `None` unless it parses and (when it has one, as every record since
+    /// in-place writes does) its check holds.
     fn parse(text: &str) -> Option<Record> {
         let v: serde_json::Value = serde_json::from_str(text).ok()?;
         (v.get("format")?.as_u64()? == 1).then_some(())?;
-        Some(Record {
+        let record = Record {
             version: v.get("version")?.as_u64()?,
             stamp: Stamp {
                 size: v.get("size")?.as_u64()?,
                 mtime_ns: i128::from(v.get("mtime_ns")?.as_i64()?),
             },
-        })
+        };
+        match v.get("check") {
+            None => Some(record),
+            Some(check) => (check.as_str()? == record.check()).then_some(record),
+        }
     }
 
     /// The version of a Task file with this stamp, given the record (if any) read before it.
     /// A file the record does not describe was written after it: by a writer that crashed
     /// between its two renames, or by one that knows nothing of versions (a seed store, an
     /// older component). It is one version past the record.
-    fn version_of(record: Option<Record>, stamp: Stamp) -> u64 {
+    ///
+    /// A record that is unsettled when read under the lock (where no save writes it) was left
+    /// unreadable by a crash, and counts as no record.
+    fn version_of(record: RecordRead, stamp: Stamp) -> u64 {
         match record {
-            Some(r) if r.stamp == stamp => r.version,
-            Some(r) => r.version.saturating_add(1),
-            None => 1,
+            RecordRead::Found(r) if r.stamp == stamp => r.version,
+            RecordRead::Found(r) => r.version.saturating_add(1),
+            RecordRead::Missing | RecordRead::Unsettled => 1,
         }
     }
 }
@@ -290,8 +337,26 @@ impl DirStore {
     /// (it may be older, which makes a conditional save on it fail, never wrongly succeed).
     pub fn get_versioned(&self, id: &str) -> Result<Option<(String, u64)>, DirError> {
         let name = id::encode_id(id).map_err(DirError::InvalidId)?;
-        let (record_name, _) = side_names(&name);
-        let record = read_record(&self.root.join(record_name));
+        let (record_name, lock_name) = side_names(&name);
+        let record_path = self.root.join(record_name);
+        let mut record = read_record(&record_path);
+        // A record that does not read whole is, almost always, being written in place by a
+        // save right now: read it again, and if it stays unsettled, read both under the lock,
+        // where no save writes.
+        for _ in 0..3 {
+            if record != RecordRead::Unsettled {
+                break;
+            }
+            std::thread::yield_now();
+            record = read_record(&record_path);
+        }
+        if record == RecordRead::Unsettled {
+            let lock = self.lock(&lock_name)?;
+            let record = read_record(&record_path);
+            let found = self.read_task(id, &name);
+            self.unlock(lock);
+            return Ok(found?.map(|(text, stamp)| (text, Record::version_of(record, stamp))));
+        }
         let found = self.read_task(id, &name)?;
         Ok(found.map(|(text, stamp)| (text, Record::version_of(record, stamp))))
     }
@@ -461,8 +526,16 @@ impl DirStore {
             }
             let version = current.map_or(1, |v| v.saturating_add(1));
             let record_text = Record { version, stamp }.to_text();
-            let (record_temp, _) = self.write_temp(record_text.as_bytes())?;
-            temps.0.push(record_temp.clone());
+            // The record is overwritten in place when this store wrote it (one short write,
+            // no new file, no rename); a missing or foreign one is replaced by a rename.
+            let record_write = match open_record_in_place(&record_path) {
+                Some(file) => Ok(file),
+                None => {
+                    let (record_temp, _) = self.write_temp(record_text.as_bytes())?;
+                    temps.0.push(record_temp.clone());
+                    Err(record_temp)
+                }
+            };
             self.check_held(&lock)?;
             let io_err = |op, file: &Path, source| DirError::Io {
                 op,
@@ -473,8 +546,17 @@ impl DirStore {
             // a Task file the record does not describe, which is one version past it.
             fs::rename(&temp_path, &target).map_err(|e| io_err("rename into", &target, e))?;
             temps.0.retain(|p| *p != temp_path);
-            fs::rename(&record_temp, &record_path)
-                .map_err(|e| io_err("rename into", &record_path, e))?;
+            match record_write {
+                Ok(mut file) => file
+                    .write_all(record_text.as_bytes())
+                    .and_then(|()| match self.durability {
+                        Durability::Full => file.sync_data(),
+                        Durability::Relaxed => Ok(()),
+                    })
+                    .map_err(|e| io_err("write", &record_path, e))?,
+                Err(record_temp) => fs::rename(&record_temp, &record_path)
+                    .map_err(|e| io_err("rename into", &record_path, e))?,
+            }
             temps.0.clear();
             if self.durability == Durability::Full {
                 sync_dir(&self.root).map_err(|e| io_err("sync directory", &self.root, e))?;
@@ -695,14 +777,41 @@ fn read_token(path: &Path) -> Option<String> {
 /// The version record at `path`, if there is a readable one. A missing or unreadable record
 /// (say, cut short by a power loss under relaxed durability) counts as none: the Task file
 /// still reads, at version 1 past whatever was recorded.
-fn read_record(path: &Path) -> Option<Record> {
-    let mut file = open_regular(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
+fn read_record(path: &Path) -> RecordRead {
+    let Ok(mut file) = open_regular(path) else {
+        return RecordRead::Missing;
+    };
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return RecordRead::Missing;
     }
     let mut text = String::new();
-    (&mut file).take(256).read_to_string(&mut text).ok()?;
-    Record::parse(&text)
+    if (&mut file).take(256).read_to_string(&mut text).is_err() {
+        return RecordRead::Unsettled;
+    }
+    match Record::parse(&text) {
+        Some(record) => RecordRead::Found(record),
+        None => RecordRead::Unsettled,
+    }
+}
+
+/// Opens the version record at `path` for an in-place overwrite: only a regular file of exactly
+/// [`RECORD_LEN`] bytes (one this store wrote), never through a link and never blocking on a
+/// FIFO. `None` means the record is to be replaced by a rename instead.
+fn open_record_in_place(path: &Path) -> Option<File> {
+    let mut options = OpenOptions::new();
+    options.write(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NOFOLLOW | libc::O_NONBLOCK,
+    );
+    #[cfg(not(unix))]
+    if !fs::symlink_metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let file = options.open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    (meta.is_file() && meta.len() == RECORD_LEN as u64).then_some(file)
 }
 
 /// Atomically replaces `dir/name` with `contents`: a unique temp file in `dir`, written, flushed
@@ -1131,6 +1240,122 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, [".~v.v", "v.json"]);
+    }
+
+    /// The first save creates the record by a rename; every later one overwrites that same
+    /// file in place, at its fixed length, with a check a torn copy fails.
+    #[cfg(unix)]
+    #[test]
+    fn the_version_record_is_overwritten_in_place_after_the_first_save() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        let record = dir.path().join(".~r.v");
+        s.save_checked("r", r#"{"id":"r","n":1}"#).unwrap();
+        let first = fs::metadata(&record).unwrap();
+        assert_eq!(first.len(), RECORD_LEN as u64);
+        for n in 2..=5 {
+            s.save_checked("r", &format!(r#"{{"id":"r","n":{n}}}"#))
+                .unwrap();
+        }
+        let last = fs::metadata(&record).unwrap();
+        assert_eq!((last.ino(), last.len()), (first.ino(), RECORD_LEN as u64));
+        let text = fs::read_to_string(&record).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(value["version"], 5);
+        assert_eq!(
+            s.get_versioned("r").unwrap(),
+            Some((r#"{"id":"r","n":5}"#.into(), 5))
+        );
+    }
+
+    /// A record written before records had checks (one line, renamed into place) still
+    /// gives the version; the next save replaces it with a fixed-length one.
+    #[test]
+    fn a_record_without_a_check_is_read_and_then_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        s.save_checked("old", r#"{"id":"old","n":1}"#).unwrap();
+        let meta = fs::metadata(dir.path().join("old.json")).unwrap();
+        let stamp = Stamp::of(&meta);
+        let legacy = format!(
+            "{{\"format\":1,\"version\":41,\"size\":{},\"mtime_ns\":{}}}\n",
+            stamp.size, stamp.mtime_ns
+        );
+        fs::write(dir.path().join(".~old.v"), &legacy).unwrap();
+        assert_eq!(s.get_versioned("old").unwrap().unwrap().1, 41);
+        assert_eq!(
+            s.save_checked_if("old", r#"{"id":"old","n":2}"#, Expect::Version(41))
+                .unwrap(),
+            42
+        );
+        let record = fs::read_to_string(dir.path().join(".~old.v")).unwrap();
+        assert_eq!(record.len(), RECORD_LEN);
+        assert_eq!(s.get_versioned("old").unwrap().unwrap().1, 42);
+    }
+
+    /// A record whose check fails (what a reader sees when it copies the record while a save
+    /// overwrites it) is never taken at its word: unsettled under the lock too, it counts as
+    /// no record, and the save after it starts the count again.
+    #[test]
+    fn a_record_that_fails_its_check_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        for n in 1..=3 {
+            s.save_checked("c", &format!(r#"{{"id":"c","n":{n}}}"#))
+                .unwrap();
+        }
+        let path = dir.path().join(".~c.v");
+        let good = fs::read_to_string(&path).unwrap();
+        assert!(good.contains(r#""version":3,"#));
+        // The version of a later save spliced into this one's line: valid JSON, wrong check.
+        let torn = good.replacen(r#""version":3,"#, r#""version":9,"#, 1);
+        fs::write(&path, &torn).unwrap();
+        assert_eq!(Record::parse(&good).map(|r| r.version), Some(3));
+        assert_eq!(Record::parse(&torn), None);
+        assert_eq!(s.get_versioned("c").unwrap().unwrap().1, 1);
+        assert_eq!(s.save_checked("c", r#"{"id":"c","n":4}"#).unwrap(), 2);
+        assert!(
+            !dir.path().join(".~c.l").exists(),
+            "the reader released the lock it took"
+        );
+    }
+
+    /// Lock-free readers beside a writer: the version read is never newer than the text read
+    /// (each text carries the version its save returned), whatever moment the record is
+    /// copied at.
+    #[test]
+    fn readers_racing_a_writer_never_see_a_version_newer_than_the_text() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = std::sync::Arc::new(DirStore::new(dir.path(), Durability::Relaxed));
+        s.save_checked("race", r#"{"id":"race","n":1}"#).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, stop) = (s.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut reads = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let (text, version) = s.get_versioned("race").unwrap().unwrap();
+                        let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+                        let n = value["n"].as_u64().unwrap();
+                        assert!(version <= n, "version {version} read with the text of {n}");
+                        reads += 1;
+                    }
+                    reads
+                })
+            })
+            .collect();
+        for n in 2..=300u64 {
+            let v = s
+                .save_checked("race", &format!(r#"{{"id":"race","n":{n}}}"#))
+                .unwrap();
+            assert_eq!(v, n);
+        }
+        stop.store(true, Ordering::Relaxed);
+        for reader in readers {
+            assert!(reader.join().unwrap() > 0);
+        }
     }
 
     #[test]
