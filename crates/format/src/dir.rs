@@ -35,6 +35,10 @@ pub const MAX_TASK_FILE_BYTES: u64 = 64 << 20;
 /// holds a lock for more than half of this (it gives up first), so a live lock is never broken.
 pub const DEFAULT_LOCK_LEASE: Duration = Duration::from_secs(4);
 
+/// The largest Task file [`DirStore::try_get_text_cached`] reads: checking a larger one takes
+/// long enough (about 50 µs per 32 KiB) to belong on a blocking thread, not an async worker.
+pub const NOWAIT_READ_MAX_BYTES: u64 = 32 << 10;
+
 /// One page of a listing.
 #[derive(Debug, Default)]
 pub struct TextPage {
@@ -361,23 +365,87 @@ impl DirStore {
         Ok(found.map(|(text, stamp)| (text, Record::version_of(record, stamp))))
     }
 
+    /// [`DirStore::get_text`] if it can be done without waiting for the disk: `None` if the
+    /// file's name or any of its bytes are not in the kernel's caches (or the file is over
+    /// [`NOWAIT_READ_MAX_BYTES`], or this kernel cannot tell), and then nothing was decided and
+    /// the caller does the blocking read. For an async caller that wants to skip the hand-off
+    /// to a blocking thread when the Task is a page-cache read. Linux only.
+    ///
+    /// The name is resolved with `openat2(RESOLVE_CACHED)` (`O_NOFOLLOW | O_NONBLOCK`, as
+    /// every read) and the bytes read with `preadv2(RWF_NOWAIT)`; what is read is checked
+    /// exactly as [`DirStore::get_text`] checks it.
+    #[cfg(target_os = "linux")]
+    pub fn try_get_text_cached(&self, id: &str) -> Option<Result<Option<String>, DirError>> {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use rustix::io::{Errno, ReadWriteFlags};
+        let name = match id::encode_id(id) {
+            Ok(name) => name,
+            Err(e) => return Some(Err(DirError::InvalidId(e))),
+        };
+        let path = self.root.join(&name);
+        let corrupt = |reason: String| {
+            Some(Err(DirError::Corrupt {
+                file: path.clone(),
+                reason,
+            }))
+        };
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = match rustix::fs::openat2(
+            rustix::fs::CWD,
+            &path,
+            flags,
+            Mode::empty(),
+            ResolveFlags::CACHED,
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Some(Ok(None)),
+            Err(Errno::LOOP) => return corrupt(not_regular_link()),
+            // EAGAIN: not all cached. ENOSYS, EINVAL: a kernel before 5.12. Anything else:
+            // the blocking read reports it the way it always does.
+            Err(_) => return None,
+        };
+        let file = File::from(fd);
+        let meta = file.metadata().ok()?;
+        if !meta.is_file() {
+            return corrupt(not_regular(meta.file_type()));
+        }
+        if meta.len() > NOWAIT_READ_MAX_BYTES {
+            return None;
+        }
+        // One byte more than the length, to see the end of a file that grew meanwhile.
+        let mut bytes = vec![0u8; meta.len() as usize + 1];
+        let mut filled = 0;
+        loop {
+            if filled == bytes.len() {
+                return None; // grew: the blocking read copes with that
+            }
+            match rustix::io::preadv2(
+                &file,
+                &mut [io::IoSliceMut::new(&mut bytes[filled..])],
+                filled as u64,
+                ReadWriteFlags::NOWAIT,
+            ) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(Errno::INTR) => {}
+                Err(_) => return None, // EAGAIN: some page is not cached
+            }
+        }
+        bytes.truncate(filled);
+        let text = match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(e) => return corrupt(format!("not UTF-8 ({e})")),
+        };
+        Some(check_task_file(id, &path, text).map(Some))
+    }
+
     /// The Task file `name`, checked to hold the Task `id`, with its stamp; `None` if missing.
     fn read_task(&self, id: &str, name: &str) -> Result<Option<(String, Stamp)>, DirError> {
         let path = self.root.join(name);
         let Some((text, stamp)) = read_text(&path)? else {
             return Ok(None);
         };
-        let stored_id = task::check_task_text(&text).map_err(|e| DirError::Corrupt {
-            file: path.clone(),
-            reason: e.to_string(),
-        })?;
-        if stored_id != id {
-            return Err(DirError::Corrupt {
-                file: path,
-                reason: id_mismatch(id, &stored_id),
-            });
-        }
-        Ok(Some((text, stamp)))
+        Ok(Some((check_task_file(id, &path, text)?, stamp)))
     }
 
     /// One page of the Tasks matching `query`, newest status timestamp first (see
@@ -914,9 +982,7 @@ fn read_text(path: &Path) -> Result<Option<(String, Stamp)>, DirError> {
         Err(Refused::Io(e)) => return io_error(e),
         Err(Refused::Kind(kind)) => return Err(corrupt(not_regular(kind))),
         Err(Refused::Link) => {
-            return Err(corrupt(
-                "is a symbolic link, which is never followed".into(),
-            ));
+            return Err(corrupt(not_regular_link()));
         }
     };
     let meta = file.metadata().map_err(|source| DirError::Io {
@@ -945,6 +1011,25 @@ fn read_text(path: &Path) -> Result<Option<(String, Stamp)>, DirError> {
     String::from_utf8(bytes)
         .map(|text| Some((text, stamp)))
         .map_err(|e| corrupt(format!("not UTF-8 ({e})")))
+}
+
+/// The text of the Task file at `path`, checked to be a Task whose `id` is `id`.
+fn check_task_file(id: &str, path: &Path, text: String) -> Result<String, DirError> {
+    let stored_id = task::check_task_text(&text).map_err(|e| DirError::Corrupt {
+        file: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    if stored_id != id {
+        return Err(DirError::Corrupt {
+            file: path.to_path_buf(),
+            reason: id_mismatch(id, &stored_id),
+        });
+    }
+    Ok(text)
+}
+
+fn not_regular_link() -> String {
+    "is a symbolic link, which is never followed".into()
 }
 
 fn not_regular(kind: fs::FileType) -> String {
@@ -1240,6 +1325,94 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, [".~v.v", "v.json"]);
+    }
+
+    /// The read that never waits answers exactly what the blocking read answers for every
+    /// kind of file it decides on, and leaves a Task too large to check on an async worker to
+    /// the blocking read.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_cached_read_agrees_with_the_blocking_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        let text = r#"{"id":"hot","status":{"state":"working"}}"#;
+        s.save_checked("hot", text).unwrap();
+        // Just written: name and bytes are in the kernel's caches.
+        assert_eq!(
+            s.try_get_text_cached("hot").unwrap().unwrap(),
+            Some(text.into())
+        );
+        // A miss is decided once the kernel remembers the name is absent (after a lookup that
+        // may wait); before that it is left to the blocking read.
+        assert!(s.try_get_text_cached("cold").is_none());
+        assert_eq!(s.get_text("cold").unwrap(), None);
+        assert_eq!(s.try_get_text_cached("cold").unwrap().unwrap(), None);
+        assert!(matches!(
+            s.try_get_text_cached(""),
+            Some(Err(DirError::InvalidId(_)))
+        ));
+        fs::write(dir.path().join("other.json"), r#"{"id":"hot"}"#).unwrap();
+        fs::write(dir.path().join("broken.json"), r#"{"id":"broken""#).unwrap();
+        fs::write(
+            dir.path().join("latin.json"),
+            b"{\"id\":\"latin\",\"x\":\"\xe9\"}",
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("hot.json", dir.path().join("link.json")).unwrap();
+        let fifo = std::ffi::CString::new(
+            dir.path()
+                .join("fifo.json")
+                .into_os_string()
+                .into_encoded_bytes(),
+        )
+        .unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        fs::create_dir(dir.path().join("sub.json")).unwrap();
+        for id in ["other", "broken", "latin", "link", "fifo", "sub"] {
+            let cached = s.try_get_text_cached(id).expect("decided without the disk");
+            let blocking = s.get_text(id);
+            assert_eq!(
+                format!("{cached:?}"),
+                format!("{blocking:?}"),
+                "{id}: the same answer both ways"
+            );
+            assert!(
+                matches!(cached, Err(DirError::Corrupt { .. })),
+                "{id}: {cached:?}"
+            );
+        }
+        let big = format!(
+            r#"{{"id":"big","pad":"{}"}}"#,
+            "x".repeat(NOWAIT_READ_MAX_BYTES as usize)
+        );
+        s.save_checked("big", &big).unwrap();
+        assert!(
+            s.try_get_text_cached("big").is_none(),
+            "too large to check inline"
+        );
+        assert_eq!(s.get_text("big").unwrap(), Some(big));
+    }
+
+    /// The record's line and check are what `docs/on-disk-format.md` specifies, byte for byte,
+    /// so any other implementation of the format can write records this one trusts.
+    #[test]
+    fn the_record_line_is_the_documented_one() {
+        let record = Record {
+            version: 7,
+            stamp: Stamp {
+                size: 1234,
+                mtime_ns: 1_764_547_200_123_456_789,
+            },
+        };
+        let line = record.to_text();
+        assert_eq!(line.len(), RECORD_LEN);
+        assert_eq!(
+            line.trim_end(),
+            r#"{"format":1,"version":7,"size":1234,"mtime_ns":1764547200123456789,"check":"d88e547c369014c6"}"#
+        );
+        assert!(line.ends_with(" \n"));
+        assert_eq!(Record::parse(&line), Some(record));
     }
 
     /// The first save creates the record by a rename; every later one overwrites that same
