@@ -1,0 +1,248 @@
+//! What makes an acknowledged save survive power loss, seen from outside: the order of the
+//! system calls of a real `tnstore save`, recorded by strace, for the native file store and the
+//! file-store component alike.
+//!
+//! A save at full durability must write the Task's temp file and flush it before renaming it
+//! over the Task file; then write the version record (in place, once the record exists: no
+//! second temp file, no second rename) and flush it; then flush the directory, which makes the
+//! rename durable; and only then exit 0. See `docs/on-disk-format.md`, "Saving".
+//!
+//! Needs `strace` (Debian: strace). Without it the test prints `SKIPPED: …` and passes, unless
+//! `TOOLNEXUS_REQUIRE_STRACE=1` (CI), where that is a failure.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TNSTORE: &str = env!("CARGO_BIN_EXE_tnstore");
+const REQUIRE_ENV: &str = "TOOLNEXUS_REQUIRE_STRACE";
+
+/// The system calls a save's durability depends on.
+const TRACED: &str = "trace=openat,openat2,write,pwrite64,pwritev,pwritev2,fdatasync,fsync,\
+                      rename,renameat,renameat2,unlink,unlinkat";
+
+/// strace, or `None` (after printing why) when the test may skip.
+fn strace() -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("strace"))
+            .find(|candidate| candidate.is_file())
+    });
+    if found.is_none() {
+        let reason = "strace is not installed (Debian: apt-get install strace)";
+        if std::env::var(REQUIRE_ENV).is_ok_and(|v| v == "1") {
+            panic!("strace is required ({REQUIRE_ENV}=1) but unavailable: {reason}");
+        }
+        eprintln!(
+            "SKIPPED: the system-call order of a durable save: {reason}; set {REQUIRE_ENV}=1 to \
+             make this a failure."
+        );
+    }
+    found
+}
+
+/// One traced system call that matters here, with the paths strace resolved (`-y`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Call {
+    Write(String),
+    Sync(String),
+    Rename { from: String, to: String },
+}
+
+/// The call's name and argument list, from a line of `strace -f` (`PID name(args) = result`, or
+/// `PID name(args <unfinished ...>` when another thread's call came between; the resumed half is
+/// not needed: the call is ordered by its start).
+fn call_of(line: &str) -> Option<(&str, &str)> {
+    let line = line
+        .trim_start_matches(|c: char| c.is_ascii_digit())
+        .trim_start();
+    let open = line.find('(')?;
+    let name = &line[..open];
+    let rest = &line[open + 1..];
+    let args = match rest.find(" <unfinished ...>") {
+        Some(end) => &rest[..end],
+        None => &rest[..rest.rfind(')')?],
+    };
+    Some((name, args))
+}
+
+/// The path in an fd argument strace decorated as `3</dir/file>`.
+fn fd_path(arg: &str) -> Option<String> {
+    let start = arg.find('<')? + 1;
+    let end = arg[start..].find('>')? + start;
+    Some(arg[start..end].to_owned())
+}
+
+/// A quoted path argument, `"…"`.
+fn quoted(arg: &str) -> Option<String> {
+    let arg = arg.trim();
+    Some(arg.strip_prefix('"')?.strip_suffix('"')?.to_owned())
+}
+
+/// The path a `*at` call names: relative names under their directory fd.
+fn at_path(dir: &str, name: &str) -> Option<String> {
+    let name = quoted(name)?;
+    if name.starts_with('/') {
+        return Some(name);
+    }
+    Some(format!("{}/{}", fd_path(dir)?.trim_end_matches('/'), name))
+}
+
+fn parse(line: &str) -> Option<Call> {
+    let (name, args) = call_of(line)?;
+    let parts: Vec<&str> = args.split(", ").collect();
+    match name {
+        "write" | "pwrite64" | "pwritev" | "pwritev2" => Some(Call::Write(fd_path(parts[0])?)),
+        "fdatasync" | "fsync" => Some(Call::Sync(fd_path(parts[0])?)),
+        "rename" => Some(Call::Rename {
+            from: quoted(parts.first()?)?,
+            to: quoted(parts.get(1)?)?,
+        }),
+        "renameat" | "renameat2" => Some(Call::Rename {
+            from: at_path(parts.first()?, parts.get(1)?)?,
+            to: at_path(parts.get(2)?, parts.get(3)?)?,
+        }),
+        _ => None,
+    }
+}
+
+/// The call with its paths relative to the working directory made absolute.
+fn absolute(call: Call, cwd: &Path) -> Call {
+    let abs = |p: String| {
+        if p.starts_with('/') {
+            p
+        } else {
+            cwd.join(p.trim_start_matches("./"))
+                .to_string_lossy()
+                .into_owned()
+        }
+    };
+    match call {
+        Call::Write(p) => Call::Write(abs(p)),
+        Call::Sync(p) => Call::Sync(abs(p)),
+        Call::Rename { from, to } => Call::Rename {
+            from: abs(from),
+            to: abs(to),
+        },
+    }
+}
+
+/// Runs `tnstore --store SELECTOR save FILE` under strace in `cwd`: the calls of all its
+/// threads in the order they started.
+fn traced_save(strace: &Path, cwd: &Path, selector: &str, task_file: &Path) -> Vec<Call> {
+    let log = cwd.join("strace.log");
+    let output = Command::new(strace)
+        .args(["-f", "-qq", "-y", "-e", TRACED, "-o"])
+        .arg(&log)
+        .arg(TNSTORE)
+        .args(["--store", selector, "save"])
+        .arg(task_file)
+        .current_dir(cwd)
+        .env_remove("TNSTORE_STORE")
+        .env("TOOLNEXUS_CACHE_DIR", cwd.join("cache"))
+        .output()
+        .expect("strace starts");
+    assert!(
+        output.status.success(),
+        "{selector}: the traced save failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let cwd = fs::canonicalize(cwd).unwrap();
+    fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter_map(parse)
+        .map(|call| absolute(call, &cwd))
+        .collect()
+}
+
+fn position(calls: &[Call], what: &str, found: impl Fn(&Call) -> bool) -> usize {
+    calls
+        .iter()
+        .position(found)
+        .unwrap_or_else(|| panic!("no {what} in {calls:#?}"))
+}
+
+/// The second save of a Task at full durability, traced, in the order the protocol needs.
+fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
+    let cwd = tempfile::tempdir().unwrap();
+    let store_dir = cwd.path().join(store_dir);
+    let task_file = cwd.path().join("t-task.json");
+    fs::write(&task_file, r#"{"id":"t","status":{"state":"submitted"}}"#).unwrap();
+    let first = Command::new(TNSTORE)
+        .args(["--store", selector, "save"])
+        .arg(&task_file)
+        .current_dir(cwd.path())
+        .env_remove("TNSTORE_STORE")
+        .env("TOOLNEXUS_CACHE_DIR", cwd.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(first.status.success(), "{selector}: first save failed");
+    fs::write(&task_file, r#"{"id":"t","status":{"state":"working"}}"#).unwrap();
+    let calls = traced_save(strace, cwd.path(), selector, &task_file);
+
+    let dir = fs::canonicalize(&store_dir).unwrap();
+    let dir = dir.to_str().unwrap();
+    let task = format!("{dir}/t.json");
+    let record = format!("{dir}/.~t.v");
+
+    let rename = position(
+        &calls,
+        "rename onto the Task file",
+        |c| matches!(c, Call::Rename { to, .. } if *to == task),
+    );
+    let Call::Rename { from: temp, .. } = &calls[rename] else {
+        unreachable!()
+    };
+    assert!(
+        temp.starts_with(&format!("{dir}/.tmp-")),
+        "{selector}: the Task file comes from a temp file in the same directory: {temp}"
+    );
+    let wrote_temp = position(&calls, "write of the temp file", |c| {
+        *c == Call::Write(temp.clone())
+    });
+    let synced_temp = position(&calls, "flush of the temp file", |c| {
+        *c == Call::Sync(temp.clone())
+    });
+    assert!(
+        wrote_temp < synced_temp && synced_temp < rename,
+        "{selector}: the temp file is written, then flushed, then renamed: {calls:#?}"
+    );
+    let wrote_record = position(&calls, "write of the version record", |c| {
+        *c == Call::Write(record.clone())
+    });
+    let synced_record = position(&calls, "flush of the version record", |c| {
+        *c == Call::Sync(record.clone())
+    });
+    let synced_dir = position(&calls, "flush of the directory", |c| {
+        *c == Call::Sync(dir.to_owned())
+    });
+    assert!(
+        rename < wrote_record && wrote_record < synced_record && synced_record < synced_dir,
+        "{selector}: after the rename, the record is written and flushed, then the directory \
+         is flushed: {calls:#?}"
+    );
+    assert!(
+        !calls
+            .iter()
+            .any(|c| matches!(c, Call::Rename { to, .. } if *to == record)),
+        "{selector}: an existing record is overwritten in place, not renamed over: {calls:#?}"
+    );
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| matches!(c, Call::Rename { .. }))
+            .count(),
+        1,
+        "{selector}: one rename per save: {calls:#?}"
+    );
+}
+
+#[test]
+fn a_durable_save_writes_flushes_renames_and_flushes_the_directory_in_order() {
+    let Some(strace) = strace() else {
+        return;
+    };
+    assert_durable_order(&strace, "file:./files", "files");
+    assert_durable_order(&strace, "wasm:builtin?dir=./component", "component");
+}
