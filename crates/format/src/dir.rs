@@ -837,9 +837,23 @@ fn read_token(path: &Path) -> Option<String> {
     if !file.metadata().ok()?.is_file() {
         return None;
     }
-    let mut token = String::new();
-    (&mut file).take(64).read_to_string(&mut token).ok()?;
-    Some(token)
+    String::from_utf8(read_small::<64>(&mut file).ok()?).ok()
+}
+
+/// At most `N` bytes from the start of a small file, in as few reads as it takes (one, and one
+/// more to see the end), where `read_to_string` would probe in 32-byte steps.
+fn read_small<const N: usize>(file: &mut File) -> io::Result<Vec<u8>> {
+    let mut buf = [0u8; N];
+    let mut filled = 0;
+    while filled < N {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(buf[..filled].to_vec())
 }
 
 /// The version record at `path`, if there is a readable one. A missing or unreadable record
@@ -852,10 +866,12 @@ fn read_record(path: &Path) -> RecordRead {
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         return RecordRead::Missing;
     }
-    let mut text = String::new();
-    if (&mut file).take(256).read_to_string(&mut text).is_err() {
+    let Some(text) = read_small::<256>(&mut file)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+    else {
         return RecordRead::Unsettled;
-    }
+    };
     match Record::parse(&text) {
         Some(record) => RecordRead::Found(record),
         None => RecordRead::Unsettled,
