@@ -172,18 +172,24 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// A file's bytes as two directories written the same way must share them: a version record
 /// (`.~<stem>.v`) names its Task file's modification time, which differs between any two
-/// writes, so that one number is blanked (`"mtime_ns":_`); everything else stays as written.
+/// writes, and carries a check over it, so those two values are blanked (`"mtime_ns":_`,
+/// `"check":"_"`); everything else stays as written, the record's padding included.
 pub fn comparable(name: &str, bytes: Vec<u8>) -> Vec<u8> {
     if !(name.starts_with(".~") && name.ends_with(".v")) {
         return bytes;
     }
-    let text = String::from_utf8_lossy(&bytes);
-    let Some(start) = text.find("\"mtime_ns\":") else {
-        return bytes;
-    };
-    let value = start + "\"mtime_ns\":".len();
-    let end = text[value..]
-        .find(|c: char| c != '-' && !c.is_ascii_digit())
-        .map_or(text.len(), |n| value + n);
-    format!("{}_{}", &text[..value], &text[end..]).into_bytes()
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if let Some(start) = text.find("\"mtime_ns\":") {
+        let value = start + "\"mtime_ns\":".len();
+        let end = text[value..]
+            .find(|c: char| c != '-' && !c.is_ascii_digit())
+            .map_or(text.len(), |n| value + n);
+        text.replace_range(value..end, "_");
+    }
+    if let Some(start) = text.find("\"check\":\"") {
+        let value = start + "\"check\":\"".len();
+        let end = text[value..].find('"').map_or(text.len(), |n| value + n);
+        text.replace_range(value..end, "_");
+    }
+    text.into_bytes()
 }
