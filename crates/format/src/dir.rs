@@ -266,7 +266,7 @@ impl Record {
 
     /// The version of a Task file with this stamp, given the record (if any) read before it.
     /// A file the record does not describe was written after it: by a writer that crashed
-    /// between its two renames, or by one that knows nothing of versions (a seed store, an
+    /// between writing the Task file and its record, or by one that knows nothing of versions (a seed store, an
     /// older component). It is one version past the record.
     ///
     /// A record that is unsettled when read under the lock (where no save writes it) was left
@@ -562,7 +562,8 @@ impl DirStore {
     /// the stored version.
     ///
     /// The text is written to a temp file and flushed first; only then is the Task's lock
-    /// taken, for two renames (Task file, then version record) and a directory sync.
+    /// taken, for the rename of the Task file, the write of its version record (in place once
+    /// it exists) and a directory sync.
     pub fn save_checked_if(&self, id: &str, text: &str, expect: Expect) -> Result<u64, DirError> {
         let name = id::encode_id(id).map_err(DirError::InvalidId)?;
         let (record_name, lock_name) = side_names(&name);

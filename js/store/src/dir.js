@@ -3,9 +3,10 @@
 // exactly its files (docs/on-disk-format.md):
 //
 // - `<stem>.json`: the Task, only ever replaced by renaming a complete temp file over it;
-// - `.~<stem>.v`: its version record, `{"format":1,"version":N,"size":S,"mtime_ns":M}`, naming
-//   the size and modification time of the Task file it describes;
-// - `.~<stem>.l`: the lock a writer holds for its two renames, created exclusively with a random
+// - `.~<stem>.v`: its version record, `{"format":1,"version":N,"size":S,"mtime_ns":M,"check":C}`
+//   padded to 128 bytes, naming the size and modification time of the Task file it describes;
+//   created by a rename, then overwritten in place by later saves;
+// - `.~<stem>.l`: the lock a writer holds for its commit, created exclusively with a random
 //   token in it, broken by the next writer once it is older than the lease;
 // - `.tmp-<32 hex>`: temp files, and locks moved aside while being broken.
 //
@@ -28,6 +29,7 @@ import {
   isTaskFileName,
   parseRecord,
   parseTask,
+  RECORD_LEN,
   recordText,
   sideNames,
   timestampOf,
@@ -188,10 +190,53 @@ function readSmall(name, limit, { regularOnly }) {
   }
 }
 
-/** The version record `name`, parsed, or `null` if there is no readable one. */
+/** What reading a version record found when it holds no record: none at all. */
+const MISSING = null;
+/**
+ * What reading a version record found when it does not parse or fails its check: torn by a save
+ * writing it in place at this very moment (a reader without the lock), or left unreadable by a
+ * crash.
+ */
+const UNSETTLED = 'unsettled';
+
+/**
+ * The version record `name`: the parsed record, `MISSING` (no record, or not a regular file),
+ * or `UNSETTLED`.
+ */
 function readRecord(name) {
+  try {
+    if (root().statAt(NO_FOLLOW, name).type !== 'regular-file') return MISSING;
+  } catch {
+    return MISSING;
+  }
   const text = readSmall(name, MAX_RECORD_BYTES, { regularOnly: true });
-  return text === null ? null : parseRecord(text);
+  return (text === null ? null : parseRecord(text)) ?? UNSETTLED;
+}
+
+/** A record as `versionOf` takes it: an unsettled one (read under the lock) counts as none. */
+function settled(record) {
+  return record === UNSETTLED ? null : record;
+}
+
+/**
+ * Opens the version record `name` for an in-place overwrite: only a regular file of exactly
+ * `RECORD_LEN` bytes (one these stores wrote), never through a link. `null` means the record
+ * is to be replaced by a rename instead.
+ */
+function openRecordInPlace(name) {
+  try {
+    const stat = root().statAt(NO_FOLLOW, name);
+    if (stat.type !== 'regular-file' || BigInt(stat.size) !== BigInt(RECORD_LEN)) return null;
+    const file = root().openAt(NO_FOLLOW, name, {}, { write: true });
+    const opened = file.stat();
+    if (opened.type !== 'regular-file' || BigInt(opened.size) !== BigInt(RECORD_LEN)) {
+      close(file);
+      return null;
+    }
+    return file;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -395,8 +440,25 @@ export class DirStore {
    */
   get(id) {
     const name = encodeId(id);
-    const record = readRecord(sideNames(name).record);
-    const found = readTaskFile(name);
+    const { record: recordName, lock: lockName } = sideNames(name);
+    let record = readRecord(recordName);
+    // A record that does not read whole is, almost always, being written in place by a save
+    // right now: read it again, and if it stays unsettled, read both under the lock, where no
+    // save writes.
+    for (let i = 0; i < 3 && record === UNSETTLED; i++) record = readRecord(recordName);
+    let found;
+    if (record === UNSETTLED) {
+      const lock = this.lock(lockName);
+      try {
+        record = readRecord(recordName);
+        found = readTaskFile(name);
+      } finally {
+        this.unlock(lock);
+      }
+    } else {
+      found = readTaskFile(name);
+    }
+    record = settled(record);
     if (found === null) return null;
     let storedId;
     try {
@@ -427,11 +489,12 @@ export class DirStore {
     const { record: recordName, lock: lockName } = sideNames(name);
     const temps = [];
     let lock = null;
+    let inPlace = null;
     try {
       const data = writeTemp(utf8(text), this.durable);
       temps.push(data.name);
       lock = this.lock(lockName);
-      const record = readRecord(recordName);
+      const record = settled(readRecord(recordName));
       let current;
       try {
         current = versionOf(record, stampOf(root().statAt(NO_FOLLOW, name)));
@@ -448,18 +511,35 @@ export class DirStore {
         );
       }
       const version = current === null ? 1n : current < U64_MAX ? current + 1n : U64_MAX;
-      const next = writeTemp(utf8(recordText({ version, ...data.stamp })), this.durable);
-      temps.push(next.name);
+      const recordBytes = utf8(recordText({ version, ...data.stamp }));
+      // The record is overwritten in place when these stores wrote it (one short write, no new
+      // file, no rename); a missing or foreign one is replaced by a rename.
+      inPlace = openRecordInPlace(recordName);
+      let next = null;
+      if (inPlace === null) {
+        next = writeTemp(recordBytes, this.durable);
+        temps.push(next.name);
+      }
       this.checkHeld(lock);
       // The Task file first, then its record: a reader or a crash between the two sees a Task
       // file the record does not describe, which is one version past it.
       renameInto(data.name, name);
       temps.shift();
-      renameInto(next.name, recordName);
-      temps.shift();
+      if (inPlace !== null) {
+        try {
+          writeAll(inPlace, recordBytes, recordName);
+          if (this.durable) inPlace.syncData();
+        } catch (e) {
+          throw e instanceof StoreError ? e : ioError('write', recordName, e);
+        }
+      } else {
+        renameInto(next.name, recordName);
+        temps.shift();
+      }
       if (this.durable) syncDir();
       return version;
     } finally {
+      close(inPlace);
       if (lock !== null) this.unlock(lock);
       for (const temp of temps) removeQuietly(temp);
     }

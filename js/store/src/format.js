@@ -217,15 +217,35 @@ export function sideNames(taskFile) {
   return { record: `.~${stem}.v`, lock: `.~${stem}.l` };
 }
 
-/** The text of a version record: `{"format":1,"version":N,"size":S,"mtime_ns":M}` + newline. */
+/**
+ * The length of every version record this store writes: one line of JSON padded with spaces.
+ * A record of exactly this length is overwritten in place by the next save; any other is
+ * replaced by a rename.
+ */
+export const RECORD_LEN = 128;
+
+/**
+ * The check of a record's fields: the first 8 bytes of the SHA-256 of
+ * `"<version> <size> <mtime_ns>"`, in hex. A record torn by a concurrent in-place write fails it.
+ */
+export function recordCheck({ version, size, mtimeNs }) {
+  return sha256Hex(utf8(`${version} ${size} ${mtimeNs}`)).slice(0, 16);
+}
+
+/**
+ * The text of a version record:
+ * `{"format":1,"version":N,"size":S,"mtime_ns":M,"check":"C"}`, padded with spaces to
+ * [`RECORD_LEN`] bytes including the final newline.
+ */
 export function recordText({ version, size, mtimeNs }) {
-  return `{"format":1,"version":${version},"size":${size},"mtime_ns":${mtimeNs}}\n`;
+  const line = `{"format":1,"version":${version},"size":${size},"mtime_ns":${mtimeNs},"check":"${recordCheck({ version, size, mtimeNs })}"}`;
+  return line + ' '.repeat(RECORD_LEN - 1 - line.length) + '\n';
 }
 
 /**
  * Parses a version record as the Rust store does (serde_json, any key order, the last of
  * duplicate keys wins, other members ignored): `{ version, size, mtimeNs }` as BigInts, or
- * `null` for anything that is not a readable record of format 1.
+ * `null` for anything that is not a readable record of format 1, or whose `check` fails.
  */
 export function parseRecord(text) {
   let value;
@@ -252,7 +272,10 @@ export function parseRecord(text) {
   const size = u64(value.get('size'));
   const mtimeNs = i64(value.get('mtime_ns'));
   if (version === null || size === null || mtimeNs === null) return null;
-  return { version, size, mtimeNs };
+  const record = { version, size, mtimeNs };
+  // Records written before checks (always by rename, never torn) have none.
+  if (value.has('check') && value.get('check') !== recordCheck(record)) return null;
+  return record;
 }
 
 /**

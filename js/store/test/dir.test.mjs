@@ -6,6 +6,7 @@
 
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import {
   mkdtempSync,
   readFileSync,
@@ -40,10 +41,18 @@ const absent = { tag: 'absent' };
 const at = (v) => ({ tag: 'version', val: BigInt(v) });
 const task = (id, extra = {}) => JSON.stringify({ id, ...extra });
 
-/** The record text the Rust store writes for the Task file `name` as it is now. */
+/**
+ * The record text the Rust store writes for the Task file `name` as it is now: the line with
+ * its check (computed here with Node's own SHA-256), padded to 128 bytes.
+ */
 function expectedRecord(dir, name, version) {
   const st = statSync(join(dir, name), { bigint: true });
-  return `{"format":1,"version":${version},"size":${st.size},"mtime_ns":${st.mtimeNs}}\n`;
+  const check = createHash('sha256')
+    .update(`${version} ${st.size} ${st.mtimeNs}`)
+    .digest('hex')
+    .slice(0, 16);
+  const line = `{"format":1,"version":${version},"size":${st.size},"mtime_ns":${st.mtimeNs},"check":"${check}"}`;
+  return line.padEnd(127, ' ') + '\n';
 }
 
 /** Sets a file's modification time `seconds` into the past. */
@@ -100,9 +109,22 @@ test('a Task file the record does not describe is one version past it; no record
   const st = statSync(join(dir, 't.json'), { bigint: true });
   writeFileSync(join(dir, '.~t.v'), ` {"mtime_ns": ${st.mtimeNs}, "size": ${st.size}, "version": 41, "format": 1}`);
   assert.equal(store.get('t').version, 41n);
-  // An unreadable record counts as none.
+  // An unreadable record counts as none (it stays unreadable when read again under the lock),
+  // and so does one whose check fails: what a reader copying it mid-write would see.
   writeFileSync(join(dir, '.~t.v'), '{"format":1,"vers');
   assert.equal(store.get('t').version, 1n);
+  assert.deepEqual(names(dir), ['.~t.v', 't.json'], 'the reader released the lock it took');
+  store.save(task('t', { v: 5 }), any);
+  const good = readFileSync(join(dir, '.~t.v'), 'utf8');
+  assert.match(good, /"version":2,/);
+  writeFileSync(join(dir, '.~t.v'), good.replace('"version":2,', '"version":9,'));
+  assert.equal(store.get('t').version, 1n);
+  writeFileSync(join(dir, '.~t.v'), good);
+  assert.equal(store.get('t').version, 2n);
+  const inode = statSync(join(dir, '.~t.v')).ino;
+  assert.equal(store.save(task('t', { v: 6 }), at(2)), 3n);
+  assert.equal(statSync(join(dir, '.~t.v')).ino, inode, 'a 128-byte record is overwritten in place');
+  writeFileSync(join(dir, '.~t.v'), '{"format":1,"vers');
   rmSync(join(dir, '.~t.v'));
   assert.equal(store.get('t').version, 1n);
   assert.equal(store.save(task('t', { v: 2 }), at(1)), 2n);

@@ -267,9 +267,22 @@ test('page tokens round-trip, are the Rust stores\' tokens, and garbage is inval
 test('version records: exact text, tolerant parse, and the version a stamp gives', () => {
   assert.deepEqual(sideNames('a%2Fb.json'), { record: '.~a%2Fb.v', lock: '.~a%2Fb.l' });
   const text = recordText({ version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n });
-  assert.equal(text, '{"format":1,"version":3,"size":17,"mtime_ns":1796000000123456789}\n');
+  assert.equal(
+    text,
+    '{"format":1,"version":3,"size":17,"mtime_ns":1796000000123456789,"check":"927536a352300425"}'.padEnd(127, ' ') + '\n',
+  );
+  assert.equal(text.length, 128);
   const record = parseRecord(text);
   assert.deepEqual(record, { version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n });
+  // The example in docs/on-disk-format.md.
+  assert.match(
+    recordText({ version: 7n, size: 1234n, mtimeNs: 1_764_547_200_123_456_789n }),
+    /^\{"format":1,"version":7,"size":1234,"mtime_ns":1764547200123456789,"check":"d88e547c369014c6"\} +\n$/,
+  );
+  // A check that does not match its fields (a torn copy) is no record; none at all (a record
+  // an earlier release wrote) is fine.
+  assert.equal(parseRecord(text.replace('"version":3,', '"version":9,')), null);
+  assert.deepEqual(parseRecord('{"format":1,"version":3,"size":17,"mtime_ns":1796000000123456789}\n'), record);
   // Any key order, whitespace, other members, the last duplicate winning; u64 kept exactly.
   assert.deepEqual(
     parseRecord(' { "mtime_ns" : -1 , "x":[{"y":null}], "size":0,"version":1,"version":18446744073709551615,"format":1 }'),
