@@ -1585,13 +1585,15 @@ mod tests {
         // A crashed writer's lock: a fresh one must be waited out, then broken.
         let lock = dir.path().join(".~k.l");
         fs::write(&lock, "dead-writer").unwrap();
-        let started = std::time::Instant::now();
+        // The lease runs from the lock file's modification time, which the kernel takes from a
+        // coarse clock (up to a tick before the write returns): measure from it, not from now.
+        let written = fs::metadata(&lock).unwrap().modified().unwrap();
         assert_eq!(
             s.save_checked_if("k", r#"{"id":"k","n":2}"#, Expect::Version(1))
                 .unwrap(),
             2
         );
-        let waited = started.elapsed();
+        let waited = SystemTime::now().duration_since(written).unwrap();
         assert!(waited >= Duration::from_millis(300), "{waited:?}");
         assert!(!lock.exists(), "the lock is released after the save");
     }
