@@ -226,8 +226,12 @@ impl Record {
             self.stamp.mtime_ns,
             self.check()
         );
-        debug_assert!(text.len() < RECORD_LEN, "a record fits its fixed length");
-        text.extend(std::iter::repeat_n(' ', RECORD_LEN - 1 - text.len()));
+        // Always shorter in practice (about 100 bytes); a longer one (a clock centuries off)
+        // is written unpadded, and replaced by a rename at the next save.
+        text.extend(std::iter::repeat_n(
+            ' ',
+            (RECORD_LEN - 1).saturating_sub(text.len()),
+        ));
         text.push('\n');
         text
     }
@@ -266,11 +270,11 @@ impl Record {
 
     /// The version of a Task file with this stamp, given the record (if any) read before it.
     /// A file the record does not describe was written after it: by a writer that crashed
-    /// between writing the Task file and its record, or by one that knows nothing of versions (a seed store, an
-    /// older component). It is one version past the record.
+    /// between writing the Task file and its record, or by one that knows nothing of versions
+    /// (a seed store, an older component). It is one version past the record.
     ///
-    /// A record that is unsettled when read under the lock (where no save writes it) was left
-    /// unreadable by a crash, and counts as no record.
+    /// An unsettled record (unreadable, or failing its check) counts as none: version 1, the
+    /// lowest there is, so a conditional save on it fails rather than wrongly succeeds.
     fn version_of(record: RecordRead, stamp: Stamp) -> u64 {
         match record {
             RecordRead::Found(r) if r.stamp == stamp => r.version,
@@ -341,25 +345,18 @@ impl DirStore {
     /// (it may be older, which makes a conditional save on it fail, never wrongly succeed).
     pub fn get_versioned(&self, id: &str) -> Result<Option<(String, u64)>, DirError> {
         let name = id::encode_id(id).map_err(DirError::InvalidId)?;
-        let (record_name, lock_name) = side_names(&name);
+        let (record_name, _) = side_names(&name);
         let record_path = self.root.join(record_name);
         let mut record = read_record(&record_path);
         // A record that does not read whole is, almost always, being written in place by a
-        // save right now: read it again, and if it stays unsettled, read both under the lock,
-        // where no save writes.
+        // save right now: read it again. One that stays unsettled counts as none (version 1,
+        // never newer than the text), and reads never wait for a lock.
         for _ in 0..3 {
             if record != RecordRead::Unsettled {
                 break;
             }
             std::thread::yield_now();
             record = read_record(&record_path);
-        }
-        if record == RecordRead::Unsettled {
-            let lock = self.lock(&lock_name)?;
-            let record = read_record(&record_path);
-            let found = self.read_task(id, &name);
-            self.unlock(lock);
-            return Ok(found?.map(|(text, stamp)| (text, Record::version_of(record, stamp))));
         }
         let found = self.read_task(id, &name)?;
         Ok(found.map(|(text, stamp)| (text, Record::version_of(record, stamp))))
@@ -857,9 +854,9 @@ fn read_small<const N: usize>(file: &mut File) -> io::Result<Vec<u8>> {
     Ok(buf[..filled].to_vec())
 }
 
-/// The version record at `path`, if there is a readable one. A missing or unreadable record
-/// (say, cut short by a power loss under relaxed durability) counts as none: the Task file
-/// still reads, at version 1 past whatever was recorded.
+/// The version record at `path`: `Missing` if there is none (or it is not a regular file),
+/// `Unsettled` if it does not read as a record whose check holds (torn by a save writing it in
+/// place right now, or cut short by a power loss under relaxed durability).
 fn read_record(path: &Path) -> RecordRead {
     let Ok(mut file) = open_regular(path) else {
         return RecordRead::Missing;
@@ -1459,6 +1456,22 @@ mod tests {
         );
     }
 
+    /// A stamp no real file has (a clock centuries off) still makes a record: longer than the
+    /// fixed length, so never overwritten in place, and never a panic.
+    #[test]
+    fn an_outsized_record_is_written_unpadded() {
+        let record = Record {
+            version: u64::MAX,
+            stamp: Stamp {
+                size: u64::MAX,
+                mtime_ns: i128::MIN,
+            },
+        };
+        let line = record.to_text();
+        assert!(line.len() > RECORD_LEN, "{line}");
+        assert!(line.ends_with("\"}\n"), "{line}");
+    }
+
     /// A record written before records had checks (one line, renamed into place) still
     /// gives the version; the next save replaces it with a fixed-length one.
     #[test]
@@ -1485,8 +1498,8 @@ mod tests {
     }
 
     /// A record whose check fails (what a reader sees when it copies the record while a save
-    /// overwrites it) is never taken at its word: unsettled under the lock too, it counts as
-    /// no record, and the save after it starts the count again.
+    /// overwrites it) is never taken at its word: still unsettled when read again, it counts as
+    /// no record (version 1), and the save after it starts the count again.
     #[test]
     fn a_record_that_fails_its_check_is_not_trusted() {
         let dir = tempfile::tempdir().unwrap();
@@ -1507,7 +1520,7 @@ mod tests {
         assert_eq!(s.save_checked("c", r#"{"id":"c","n":4}"#).unwrap(), 2);
         assert!(
             !dir.path().join(".~c.l").exists(),
-            "the reader released the lock it took"
+            "a read never takes the lock"
         );
     }
 

@@ -213,7 +213,7 @@ function readRecord(name) {
   return (text === null ? null : parseRecord(text)) ?? UNSETTLED;
 }
 
-/** A record as `versionOf` takes it: an unsettled one (read under the lock) counts as none. */
+/** A record as `versionOf` takes it: an unsettled one counts as none (version 1). */
 function settled(record) {
   return record === UNSETTLED ? null : record;
 }
@@ -440,25 +440,14 @@ export class DirStore {
    */
   get(id) {
     const name = encodeId(id);
-    const { record: recordName, lock: lockName } = sideNames(name);
+    const recordName = sideNames(name).record;
     let record = readRecord(recordName);
     // A record that does not read whole is, almost always, being written in place by a save
-    // right now: read it again, and if it stays unsettled, read both under the lock, where no
-    // save writes.
+    // right now: read it again. One that stays unsettled counts as none (version 1, never newer
+    // than the text), and reads never wait for a lock.
     for (let i = 0; i < 3 && record === UNSETTLED; i++) record = readRecord(recordName);
-    let found;
-    if (record === UNSETTLED) {
-      const lock = this.lock(lockName);
-      try {
-        record = readRecord(recordName);
-        found = readTaskFile(name);
-      } finally {
-        this.unlock(lock);
-      }
-    } else {
-      found = readTaskFile(name);
-    }
     record = settled(record);
+    const found = readTaskFile(name);
     if (found === null) return null;
     let storedId;
     try {

@@ -239,7 +239,8 @@ export function recordCheck({ version, size, mtimeNs }) {
  */
 export function recordText({ version, size, mtimeNs }) {
   const line = `{"format":1,"version":${version},"size":${size},"mtime_ns":${mtimeNs},"check":"${recordCheck({ version, size, mtimeNs })}"}`;
-  return line + ' '.repeat(RECORD_LEN - 1 - line.length) + '\n';
+  // Always shorter in practice; a longer one is written unpadded, and renamed over next time.
+  return line + ' '.repeat(Math.max(0, RECORD_LEN - 1 - line.length)) + '\n';
 }
 
 /**
