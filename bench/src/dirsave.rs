@@ -14,7 +14,7 @@
 
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::Instant;
 use toolnexus_format::{DirStore, Durability};
 
@@ -51,15 +51,19 @@ struct Cap {
 
 impl Cap {
     fn enter(&self) {
-        let mut inside = self.inside.lock().unwrap();
+        // Nothing panics while holding the count, so a poisoned lock still holds a true one.
+        let mut inside = self.inside.lock().unwrap_or_else(PoisonError::into_inner);
         while *inside >= self.max {
-            inside = self.freed.wait(inside).unwrap();
+            inside = self
+                .freed
+                .wait(inside)
+                .unwrap_or_else(PoisonError::into_inner);
         }
         *inside += 1;
     }
 
     fn leave(&self) {
-        *self.inside.lock().unwrap() -= 1;
+        *self.inside.lock().unwrap_or_else(PoisonError::into_inner) -= 1;
         self.freed.notify_one();
     }
 }

@@ -14,7 +14,7 @@ use std::collections::hash_map::RandomState;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::hash::BuildHasher;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
@@ -570,7 +570,7 @@ impl DirStore {
         let mut temps = TempGuard(vec![temp_path.clone()]);
         let lock = self.lock(&lock_name)?;
         let result = (|| {
-            let record = read_record(&record_path);
+            let (record, in_place) = open_record_for_save(&record_path);
             let current = match fs::symlink_metadata(&target) {
                 Ok(meta) => Some(Record::version_of(record, Stamp::of(&meta))),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
@@ -594,7 +594,7 @@ impl DirStore {
             let record_text = Record { version, stamp }.to_text();
             // The record is overwritten in place when this store wrote it (one short write,
             // no new file, no rename); a missing or foreign one is replaced by a rename.
-            let record_write = match open_record_in_place(&record_path) {
+            let record_write = match in_place {
                 Some(file) => Ok(file),
                 None => {
                     let (record_temp, _) = self.write_temp(record_text.as_bytes())?;
@@ -858,13 +858,23 @@ fn read_small<const N: usize>(file: &mut File) -> io::Result<Vec<u8>> {
 /// `Unsettled` if it does not read as a record whose check holds (torn by a save writing it in
 /// place right now, or cut short by a power loss under relaxed durability).
 fn read_record(path: &Path) -> RecordRead {
-    let Ok(mut file) = open_regular(path) else {
-        return RecordRead::Missing;
-    };
+    match open_regular(path) {
+        Ok(mut file) => record_in(&mut file),
+        Err(_) => RecordRead::Missing,
+    }
+}
+
+/// What the open version record `file` holds (see [`read_record`]).
+fn record_in(file: &mut File) -> RecordRead {
     if !file.metadata().is_ok_and(|m| m.is_file()) {
         return RecordRead::Missing;
     }
-    let Some(text) = read_small::<256>(&mut file)
+    record_text_in(file)
+}
+
+/// What the regular file `file` holds, read as a version record.
+fn record_text_in(file: &mut File) -> RecordRead {
+    let Some(text) = read_small::<256>(file)
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
     else {
@@ -876,24 +886,33 @@ fn read_record(path: &Path) -> RecordRead {
     }
 }
 
-/// Opens the version record at `path` for an in-place overwrite: only a regular file of exactly
-/// [`RECORD_LEN`] bytes (one this store wrote), never through a link and never blocking on a
-/// FIFO. `None` means the record is to be replaced by a rename instead.
-fn open_record_in_place(path: &Path) -> Option<File> {
+/// The version record at `path` as a saver holding the lock reads it, opened once: what it
+/// holds, and the file itself, back at its start, when the save may overwrite it in place (a
+/// regular file of exactly [`RECORD_LEN`] bytes, one this store wrote; never through a link and
+/// never blocking on a FIFO). Without a file the save replaces the record by a rename.
+fn open_record_for_save(path: &Path) -> (RecordRead, Option<File>) {
     let mut options = OpenOptions::new();
-    options.write(true);
+    options.read(true).write(true);
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(
         &mut options,
         libc::O_NOFOLLOW | libc::O_NONBLOCK,
     );
     #[cfg(not(unix))]
-    if !fs::symlink_metadata(path).ok()?.is_file() {
-        return None;
+    if !fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
+        return (read_record(path), None);
     }
-    let file = options.open(path).ok()?;
-    let meta = file.metadata().ok()?;
-    (meta.is_file() && meta.len() == RECORD_LEN as u64).then_some(file)
+    let Ok(mut file) = options.open(path) else {
+        // Missing, a link, or not writable here: read it as any reader would.
+        return (read_record(path), None);
+    };
+    let meta = match file.metadata() {
+        Ok(meta) if meta.is_file() => meta,
+        _ => return (RecordRead::Missing, None),
+    };
+    let record = record_text_in(&mut file);
+    let rewritable = meta.len() == RECORD_LEN as u64 && file.seek(io::SeekFrom::Start(0)).is_ok();
+    (record, rewritable.then_some(file))
 }
 
 /// Atomically replaces `dir/name` with `contents`: a unique temp file in `dir`, written, flushed

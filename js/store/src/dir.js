@@ -204,12 +204,28 @@ const UNSETTLED = 'unsettled';
  * or `UNSETTLED`.
  */
 function readRecord(name) {
+  let file;
   try {
     if (root().statAt(NO_FOLLOW, name).type !== 'regular-file') return MISSING;
+    file = root().openAt(NO_FOLLOW, name, {}, { read: true });
   } catch {
     return MISSING;
   }
-  const text = readSmall(name, MAX_RECORD_BYTES, { regularOnly: true });
+  try {
+    return recordIn(file);
+  } finally {
+    close(file);
+  }
+}
+
+/** What the open regular file `file` holds, read as a version record. */
+function recordIn(file) {
+  let text = null;
+  try {
+    text = decodeUtf8(readBytes(file, MAX_RECORD_BYTES));
+  } catch {
+    // Unreadable: unsettled, as an unparsable one.
+  }
   return (text === null ? null : parseRecord(text)) ?? UNSETTLED;
 }
 
@@ -219,23 +235,35 @@ function settled(record) {
 }
 
 /**
- * Opens the version record `name` for an in-place overwrite: only a regular file of exactly
- * `RECORD_LEN` bytes (one these stores wrote), never through a link. `null` means the record
- * is to be replaced by a rename instead.
+ * The version record `name` as a saver holding the lock reads it, opened once:
+ * `{ record, file }`, where `file` is set when the save may overwrite the record in place (a
+ * regular file of exactly `RECORD_LEN` bytes, one these stores wrote; never through a link).
+ * Without `file` the save replaces the record by a rename.
  */
-function openRecordInPlace(name) {
+function openRecordForSave(name) {
+  let file;
   try {
-    const stat = root().statAt(NO_FOLLOW, name);
-    if (stat.type !== 'regular-file' || BigInt(stat.size) !== BigInt(RECORD_LEN)) return null;
-    const file = root().openAt(NO_FOLLOW, name, {}, { write: true });
-    const opened = file.stat();
-    if (opened.type !== 'regular-file' || BigInt(opened.size) !== BigInt(RECORD_LEN)) {
-      close(file);
-      return null;
-    }
-    return file;
+    if (root().statAt(NO_FOLLOW, name).type !== 'regular-file') return { record: MISSING, file: null };
+    file = root().openAt(NO_FOLLOW, name, {}, { read: true, write: true });
   } catch {
-    return null;
+    // Missing, or not writable here: read it as any reader would.
+    return { record: readRecord(name), file: null };
+  }
+  try {
+    const stat = file.stat();
+    if (stat.type !== 'regular-file') {
+      close(file);
+      return { record: MISSING, file: null };
+    }
+    const record = recordIn(file);
+    if (BigInt(stat.size) !== BigInt(RECORD_LEN)) {
+      close(file);
+      return { record, file: null };
+    }
+    return { record, file };
+  } catch {
+    close(file);
+    return { record: readRecord(name), file: null };
   }
 }
 
@@ -483,7 +511,9 @@ export class DirStore {
       const data = writeTemp(utf8(text), this.durable);
       temps.push(data.name);
       lock = this.lock(lockName);
-      const record = settled(readRecord(recordName));
+      const opened = openRecordForSave(recordName);
+      inPlace = opened.file;
+      const record = settled(opened.record);
       let current;
       try {
         current = versionOf(record, stampOf(root().statAt(NO_FOLLOW, name)));
@@ -503,7 +533,6 @@ export class DirStore {
       const recordBytes = utf8(recordText({ version, ...data.stamp }));
       // The record is overwritten in place when these stores wrote it (one short write, no new
       // file, no rename); a missing or foreign one is replaced by a rename.
-      inPlace = openRecordInPlace(recordName);
       let next = null;
       if (inPlace === null) {
         next = writeTemp(recordBytes, this.durable);
