@@ -5,7 +5,8 @@
 //! A save at full durability must write the Task's temp file and flush it before renaming it
 //! over the Task file; then write the version record (in place, once the record exists: no
 //! second temp file, no second rename) and flush it; then flush the directory, which makes the
-//! rename durable; and only then exit 0. See `docs/on-disk-format.md`, "Saving".
+//! rename durable; and only then exit 0. See `docs/on-disk-format.md`, "Saving". Each file is
+//! written on the thread that then flushes it: no write is handed to another thread and back.
 //!
 //! Needs `strace` (Debian: strace). Without it the test prints `SKIPPED: …` and passes, unless
 //! `TOOLNEXUS_REQUIRE_STRACE=1` (CI), where that is a failure.
@@ -127,9 +128,14 @@ fn absolute(call: Call, cwd: &Path) -> Call {
     }
 }
 
+/// The thread that made the call, from a line of `strace -f`.
+fn thread_of(line: &str) -> Option<u32> {
+    line.split_whitespace().next()?.parse().ok()
+}
+
 /// Runs `tnstore --store SELECTOR save FILE` under strace in `cwd`: the calls of all its
-/// threads in the order they started.
-fn traced_save(strace: &Path, cwd: &Path, selector: &str, task_file: &Path) -> Vec<Call> {
+/// threads in the order they started, each with the thread that made it.
+fn traced_save(strace: &Path, cwd: &Path, selector: &str, task_file: &Path) -> Vec<(u32, Call)> {
     let log = cwd.join("strace.log");
     let output = Command::new(strace)
         .args(["-f", "-qq", "-y", "-e", TRACED, "-o"])
@@ -151,8 +157,7 @@ fn traced_save(strace: &Path, cwd: &Path, selector: &str, task_file: &Path) -> V
     fs::read_to_string(&log)
         .unwrap()
         .lines()
-        .filter_map(parse)
-        .map(|call| absolute(call, &cwd))
+        .filter_map(|line| Some((thread_of(line)?, absolute(parse(line)?, &cwd))))
         .collect()
 }
 
@@ -179,7 +184,9 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
         .unwrap();
     assert!(first.status.success(), "{selector}: first save failed");
     fs::write(&task_file, r#"{"id":"t","status":{"state":"working"}}"#).unwrap();
-    let calls = traced_save(strace, cwd.path(), selector, &task_file);
+    let traced = traced_save(strace, cwd.path(), selector, &task_file);
+    let calls: Vec<Call> = traced.iter().map(|(_, call)| call.clone()).collect();
+    let thread = |at: usize| traced[at].0;
 
     let dir = fs::canonicalize(&store_dir).unwrap();
     let dir = dir.to_str().unwrap();
@@ -221,6 +228,12 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
         rename < wrote_record && wrote_record < synced_record && synced_record < synced_dir,
         "{selector}: after the rename, the record is written and flushed, then the directory \
          is flushed: {calls:#?}"
+    );
+    // No write is handed to another thread and back: each file is written by the thread that
+    // then flushes it (a hand-off costs two thread switches per write).
+    assert!(
+        thread(wrote_temp) == thread(synced_temp) && thread(wrote_record) == thread(synced_record),
+        "{selector}: each file is written on the thread that flushes it: {traced:#?}"
     );
     assert!(
         !calls
