@@ -561,3 +561,107 @@ async fn list_and_delete_are_unsupported_without_the_catalog_interface() {
     let builtin = WasmTaskStore::file_store(tmp.path().join("b")).unwrap();
     assert!(builtin.supports_catalog());
 }
+
+/// A `get` runs on the caller's task, not on Tokio's blocking pool (no hand-off to another
+/// thread and back, see `crates/wasm/src/inline.rs`): with the runtime's only blocking thread
+/// held, a component `get` (and a native one of a cached file) still answers, a hit and a miss.
+/// With the hand-off it would wait for that thread, here for ever.
+#[test]
+fn a_get_needs_no_blocking_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(1)
+        .build()
+        .unwrap();
+    let saved = task(json!({"id": "inline-1", "status": {"state": "working"}}));
+    let stores: Vec<(&str, Arc<dyn TaskStore>)> = vec![
+        (
+            "component",
+            Arc::new(WasmTaskStore::file_store(tmp.path().join("component")).unwrap()),
+        ),
+        (
+            "native",
+            Arc::new(toolnexus::FileTaskStore::new(tmp.path().join("native")).unwrap()),
+        ),
+    ];
+    for (name, store) in stores {
+        runtime.block_on(store.save(&saved)).unwrap();
+        // A miss the kernel has not looked up yet waits for the disk, and the native store
+        // hands that lookup to the pool; once looked up, it is cached like a hit.
+        assert_eq!(runtime.block_on(store.get("missing")).unwrap(), None);
+        let (started, holding) = std::sync::mpsc::channel();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let blocker = runtime.spawn_blocking(move || {
+            started.send(()).unwrap();
+            let _ = held.recv();
+        });
+        holding.recv().unwrap();
+        let got = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(20), async {
+                (store.get("inline-1").await, store.get("missing").await)
+            })
+            .await
+        });
+        release.send(()).unwrap();
+        runtime.block_on(blocker).unwrap();
+        let (found, missing) = got
+            .unwrap_or_else(|_| panic!("{name}: the get waited for the runtime's blocking thread"));
+        assert_eq!(found.unwrap(), Some(saved.clone()), "{name}");
+        assert_eq!(missing.unwrap(), None, "{name}");
+    }
+}
+
+/// A `get` that computes for ever, run on the caller's thread, gives that thread back to the
+/// runtime at every epoch tick until its deadline: on a single-threaded runtime, another task
+/// keeps running during the call.
+#[tokio::test(flavor = "current_thread")]
+async fn a_get_computing_for_ever_shares_the_callers_thread_until_its_deadline() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ticker = {
+        let ticks = Arc::clone(&ticks);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+    tokio::task::yield_now().await;
+    let before = ticks.load(std::sync::atomic::Ordering::Relaxed);
+    let err = store.get("loop").await.unwrap_err();
+    let during = ticks.load(std::sync::atomic::Ordering::Relaxed) - before;
+    ticker.abort();
+    assert_timeout(&err);
+    assert!(
+        during >= 3,
+        "another task ran {during} times during a 300 ms call on its thread"
+    );
+    still_serves(&store).await;
+}
+
+/// A `get` that writes cannot run on the caller's thread (a write may wait for the disk): it is
+/// stopped before its first write and run again on a blocking thread, where it writes once and
+/// answers; the store's later `get`s go there directly.
+#[tokio::test(flavor = "current_thread")]
+async fn a_get_that_writes_is_run_again_on_a_blocking_thread() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    for _ in 0..2 {
+        let text = store
+            .get("hoard:3")
+            .await
+            .unwrap()
+            .expect("an answer")
+            .as_json()
+            .to_owned();
+        assert!(text.contains("\"opened\":\"3\""), "{text}");
+    }
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("hoard.txt")).unwrap(),
+        "x"
+    );
+    still_serves(&store).await;
+}

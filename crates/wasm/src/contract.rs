@@ -19,6 +19,7 @@ mod bindings {
     wasmtime::component::bindgen!({
         path: "../../wit",
         world: "full-task-store",
+        exports: { default: async },
     });
 }
 
@@ -27,6 +28,7 @@ mod bindings_0_1 {
     wasmtime::component::bindgen!({
         path: "../../wit/0.1.0",
         world: "full-task-store",
+        exports: { default: async },
     });
 }
 
@@ -91,7 +93,7 @@ impl Exports {
 
     /// Loads the functions of a fresh instance and, if the component exports `config`, passes
     /// it `settings`. The inner `Err` is the component refusing its settings.
-    pub(crate) fn setup(
+    pub(crate) async fn setup(
         &self,
         store: &mut Store<Host>,
         instance: &ComponentInstance,
@@ -106,7 +108,7 @@ impl Exports {
                 let api = api.load(&mut *store, instance)?;
                 if let Some(config) = config {
                     let config = config.load(&mut *store, instance)?;
-                    if let Err(refused) = config.call_configure(&mut *store, settings)? {
+                    if let Err(refused) = config.call_configure(&mut *store, settings).await? {
                         return Ok(Err(refused));
                     }
                 }
@@ -127,7 +129,7 @@ impl Exports {
                 let api = api.load(&mut *store, instance)?;
                 if let Some(config) = config {
                     let config = config.load(&mut *store, instance)?;
-                    if let Err(refused) = config.call_configure(&mut *store, settings)? {
+                    if let Err(refused) = config.call_configure(&mut *store, settings).await? {
                         return Ok(Err(refused));
                     }
                 }
@@ -177,17 +179,19 @@ pub(crate) struct Page {
 
 impl Api {
     /// `get`: the Task's text and, from a 0.2 component, its version.
-    pub(crate) fn get(
+    pub(crate) async fn get(
         &self,
         store: &mut Store<Host>,
         id: &str,
     ) -> Answer<Option<(String, Option<u64>)>> {
         Ok(match self {
             Api::V0_2 { store: api, .. } => api
-                .call_get(store, id)?
+                .call_get(store, id)
+                .await?
                 .map(|found| found.map(|stored| (stored.task, Some(stored.version)))),
             Api::V0_1 { store: api, .. } => api
-                .call_get(store, id)?
+                .call_get(store, id)
+                .await?
                 .map(|found| found.map(|text| (text, None)))
                 .map_err(from_0_1),
         })
@@ -195,7 +199,7 @@ impl Api {
 
     /// `save` on the condition `expect`: the new version from a 0.2 component, `None` from a
     /// 0.1 one, which takes only [`Expect::Any`].
-    pub(crate) fn save(
+    pub(crate) async fn save(
         &self,
         store: &mut Store<Host>,
         task: &str,
@@ -208,20 +212,22 @@ impl Api {
                     Expect::Absent => v2::store::Condition::Absent,
                     Expect::Version(v) => v2::store::Condition::Version(v),
                 };
-                api.call_save(store, task, condition)?.map(Some)
+                api.call_save(store, task, condition).await?.map(Some)
             }
             Api::V0_1 { .. } if expect != Expect::Any => {
                 wasmtime::bail!("host error: a contract 0.1 component cannot save on a condition")
             }
-            Api::V0_1 { store: api, .. } => {
-                api.call_save(store, task)?.map(|()| None).map_err(from_0_1)
-            }
+            Api::V0_1 { store: api, .. } => api
+                .call_save(store, task)
+                .await?
+                .map(|()| None)
+                .map_err(from_0_1),
         })
     }
 
     /// `catalog.list`. The caller checked that the component exports `catalog` and, for 0.1,
     /// that no timestamp filter is asked for.
-    pub(crate) fn list(&self, store: &mut Store<Host>, query: ListArgs) -> Answer<Page> {
+    pub(crate) async fn list(&self, store: &mut Store<Host>, query: ListArgs) -> Answer<Page> {
         Ok(match self {
             Api::V0_2 {
                 catalog: Some(catalog),
@@ -234,7 +240,7 @@ impl Api {
                     page_size: query.page_size,
                     page_token: query.page_token,
                 };
-                catalog.call_list(store, &query)?.map(|page| Page {
+                catalog.call_list(store, &query).await?.map(|page| Page {
                     tasks: page.tasks,
                     next_page_token: page.next_page_token,
                     total_size: Some(page.total_size),
@@ -256,7 +262,8 @@ impl Api {
                     page_token: query.page_token,
                 };
                 catalog
-                    .call_list(store, &query)?
+                    .call_list(store, &query)
+                    .await?
                     .map(|page| Page {
                         tasks: page.tasks,
                         next_page_token: page.next_page_token,
@@ -269,16 +276,16 @@ impl Api {
     }
 
     /// `catalog.delete`, for a component that exports `catalog`.
-    pub(crate) fn delete(&self, store: &mut Store<Host>, id: &str) -> Answer<bool> {
+    pub(crate) async fn delete(&self, store: &mut Store<Host>, id: &str) -> Answer<bool> {
         Ok(match self {
             Api::V0_2 {
                 catalog: Some(catalog),
                 ..
-            } => catalog.call_delete(store, id)?,
+            } => catalog.call_delete(store, id).await?,
             Api::V0_1 {
                 catalog: Some(catalog),
                 ..
-            } => catalog.call_delete(store, id)?.map_err(from_0_1),
+            } => catalog.call_delete(store, id).await?.map_err(from_0_1),
             _ => wasmtime::bail!("host error: the component does not export catalog"),
         })
     }

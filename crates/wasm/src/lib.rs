@@ -60,8 +60,9 @@
 //! `load.rs`, the compiled cache in `cache.rs`.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
 use toolnexus_core::{
     DEFAULT_DATA_DIR, Durability, Expect, Limit, ListQuery, StoreError, Task, TaskPage, TaskStore,
@@ -72,6 +73,7 @@ use wasmtime::component::Linker;
 mod cache;
 mod clock;
 mod contract;
+mod inline;
 mod links;
 mod load;
 pub mod message;
@@ -408,10 +410,11 @@ impl WasmTaskStoreBuilder {
         let version = check_world(engine, &component).map_err(&load_err)?;
 
         let mut linker = Linker::<Host>::new(engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .and_then(|()| clock::bound_clock_subscriptions(&mut linker))
             .and_then(|()| links::refuse_links(&mut linker))
             .and_then(|()| quota::count_disk_use(&mut linker))
+            .and_then(|()| inline::guard_waits(&mut linker))
             .map_err(|e| load_err(format!("{e:#}")))?;
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             load_err(format!(
@@ -459,14 +462,19 @@ impl WasmTaskStoreBuilder {
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(self.max_instances)),
             max_idle: self.max_instances,
+            inline_gets: AtomicBool::new(true),
         };
         // Instantiate once now: a component whose start-up traps or loops is refused here. On a
         // thread of its own: `configure` may do WASI I/O, which blocks on a Tokio runtime, and
         // the caller may be on an async worker thread, where blocking would panic.
         let started = std::time::Instant::now();
-        let first = std::thread::scope(|scope| scope.spawn(|| inner.instantiate()).join())
-            .map_err(|_| load_err("instantiating it panicked the host thread".into()))?
-            .map_err(|e| load_err(format!("{e}")))?;
+        let first = std::thread::scope(|scope| {
+            scope
+                .spawn(|| wasmtime_wasi::runtime::in_tokio(inner.instantiate()))
+                .join()
+        })
+        .map_err(|_| load_err("instantiating it panicked the host thread".into()))?
+        .map_err(|e| load_err(format!("{e}")))?;
         let instantiate = started.elapsed();
         inner.release(first);
         Ok((
@@ -599,50 +607,112 @@ impl WasmTaskStore {
         self.inner.limits
     }
 
-    async fn call<T: Send + 'static>(
-        &self,
-        op: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<T, WitError>> + Send + 'static,
-    ) -> Result<T, StoreError> {
+    /// Performs `op` on an instance: for [`Run::Inline`], right here on the caller's task when an
+    /// idle instance is ready ([`crate::inline`]); otherwise, or when the inline attempt needs
+    /// a blocking thread, on Tokio's blocking pool.
+    async fn call<T: Send + 'static>(&self, run: Run, op: Op<T>) -> Result<T, StoreError> {
         // The permit moves into the blocking work: if the caller gives up (a dropped future, a
         // timeout around this call), the guest may still be running, and its instance still
-        // counts against `max_instances` until it returns.
+        // counts against `max_instances` until it returns. Inline, the guest stops with the
+        // dropped future, and so does the permit's hold.
         let permit = Arc::clone(&self.inner.permits)
             .acquire_owned()
             .await
             .expect("the semaphore is never closed");
+        let mut deadline = None;
+        if run == Run::Inline
+            && self.inner.inline_gets.load(Ordering::Relaxed)
+            && let Some(instance) = self.inner.take_idle()
+        {
+            let at = Instant::now() + self.inner.limits.timeout;
+            match attempt(&self.inner, instance, &op, at, true).await {
+                Ok(answer) => return answer,
+                // Nothing was changed: run it again where it may block, by the same deadline.
+                Err(inline::NeedsBlocking(_)) => {
+                    self.inner.inline_gets.store(false, Ordering::Relaxed);
+                    deadline = Some(at);
+                }
+            }
+        }
         let inner = Arc::clone(&self.inner);
+        let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let mut instance = match inner.take_idle() {
-                Some(instance) => instance,
-                None => inner.instantiate()?,
-            };
-            instance.arm(&inner.limits);
-            match op(&mut instance) {
-                // It asked to wait past its deadline and was woken at it: whatever it answered
-                // after that came too late.
-                Ok(_) if instance.hit_deadline() => {
-                    Err(inner.limit_error(Limit::Timeout(inner.limits.timeout)))
-                }
-                Ok(answer) => {
-                    quota::settle(instance.store.data_mut());
-                    let over_quota = instance.hit_quota();
-                    if !instance.leaks_handles() {
-                        inner.release(instance);
-                    }
-                    answer.map_err(|e| match (over_quota, &inner.disk) {
-                        // It failed after a write was refused for the quota: that is why.
-                        (true, Some(disk)) => inner.limit_error(Limit::Disk(disk.limit)),
-                        _ => inner.wit_error(e),
-                    })
-                }
-                // The instance may be in any state after a trap: drop it.
-                Err(trap) => Err(inner.trap_error(&instance, trap)),
-            }
+            runtime.block_on(async {
+                let instance = match inner.take_idle() {
+                    Some(instance) => instance,
+                    None => inner.instantiate().await?,
+                };
+                let at = deadline.unwrap_or_else(|| Instant::now() + inner.limits.timeout);
+                attempt(&inner, instance, &op, at, false)
+                    .await
+                    .unwrap_or_else(|needs| Err(inner.component_error(needs.to_string())))
+            })
         })
         .await
         .map_err(|e| self.inner.component_error(format!("call aborted: {e}")))?
     }
+}
+
+/// Where a call should run ([`WasmTaskStore::call`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Run {
+    /// On the caller's task, if it can ([`crate::inline`]): `get`.
+    Inline,
+    /// On Tokio's blocking pool.
+    Blocking,
+}
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// One call of the component on an instance; made again from the start if its first attempt ran
+/// inline and needed a blocking thread.
+type Op<T> =
+    Box<dyn for<'a> Fn(&'a mut Instance) -> BoxFuture<'a, contract::Answer<T>> + Send + Sync>;
+
+fn op<T, F>(f: F) -> Op<T>
+where
+    F: for<'a> Fn(&'a mut Instance) -> BoxFuture<'a, contract::Answer<T>> + Send + Sync + 'static,
+{
+    Box::new(f)
+}
+
+/// `op` on `instance`, armed with `deadline`; `inline` if on an async worker. The instance goes
+/// back to the pool after an answer, and is dropped after a trap or a limit. `Err` if the
+/// attempt was stopped because it needs a blocking thread (the instance is dropped then too).
+async fn attempt<T>(
+    inner: &Inner,
+    mut instance: Instance,
+    op: &Op<T>,
+    deadline: Instant,
+    inline: bool,
+) -> Result<Result<T, StoreError>, inline::NeedsBlocking> {
+    instance.arm(deadline, inline);
+    Ok(match op(&mut instance).await {
+        // It asked to wait past its deadline and was woken at it: whatever it answered after
+        // that came too late.
+        Ok(_) if instance.hit_deadline() => {
+            Err(inner.limit_error(Limit::Timeout(inner.limits.timeout)))
+        }
+        Ok(answer) => {
+            quota::settle(instance.store.data_mut());
+            let over_quota = instance.hit_quota();
+            if !instance.leaks_handles() {
+                inner.release(instance);
+            }
+            answer.map_err(|e| match (over_quota, &inner.disk) {
+                // It failed after a write was refused for the quota: that is why.
+                (true, Some(disk)) => inner.limit_error(Limit::Disk(disk.limit)),
+                _ => inner.wit_error(e),
+            })
+        }
+        Err(trap) if inline => match inline::needs_blocking(&trap) {
+            Some(needs) => return Err(needs),
+            None => Err(inner.trap_error(&instance, trap)),
+        },
+        // The instance may be in any state after a trap: drop it.
+        Err(trap) => Err(inner.trap_error(&instance, trap)),
+    })
 }
 
 impl WasmTaskStore {
@@ -652,7 +722,13 @@ impl WasmTaskStore {
         check_id(id)?;
         let id_owned = id.to_owned();
         let found = self
-            .call(move |i| i.api.get(&mut i.store, &id_owned))
+            .call(
+                Run::Inline,
+                op(move |i| {
+                    let id = id_owned.clone();
+                    Box::pin(async move { i.api.get(&mut i.store, &id).await })
+                }),
+            )
             .await?;
         let Some((text, version)) = found else {
             return Ok(None);
@@ -697,13 +773,21 @@ impl WasmTaskStore {
         let task = task.clone(); // shares the document; no copy
         // A conflict is an answer, not a failure: it comes back apart from the errors.
         let answer = self
-            .call(move |i| {
-                Ok(match i.api.save(&mut i.store, task.as_json(), expect)? {
-                    Ok(version) => Ok(Ok(version)),
-                    Err(WitError::Conflict(conflict)) => Ok(Err(conflict)),
-                    Err(e) => Err(e),
-                })
-            })
+            .call(
+                Run::Blocking,
+                op(move |i| {
+                    let task = task.clone();
+                    Box::pin(async move {
+                        Ok(
+                            match i.api.save(&mut i.store, task.as_json(), expect).await? {
+                                Ok(version) => Ok(Ok(version)),
+                                Err(WitError::Conflict(conflict)) => Ok(Err(conflict)),
+                                Err(e) => Err(e),
+                            },
+                        )
+                    })
+                }),
+            )
             .await?;
         let version = match answer {
             Ok(version) => version,
@@ -823,15 +907,23 @@ impl TaskStore for WasmTaskStore {
         // From 0.2 on, `invalid-input` to `list` is the query's fault (a page token the store
         // did not make): it comes back apart from the other errors.
         let answer = self
-            .call(move |i| {
-                Ok(match i.api.list(&mut i.store, args)? {
-                    Ok(page) => Ok(Ok(page)),
-                    Err(WitError::InvalidInput(reason)) if version == ContractVersion::V0_2 => {
-                        Ok(Err(reason))
-                    }
-                    Err(e) => Err(e),
-                })
-            })
+            .call(
+                Run::Blocking,
+                op(move |i| {
+                    let args = args.clone();
+                    Box::pin(async move {
+                        Ok(match i.api.list(&mut i.store, args).await? {
+                            Ok(page) => Ok(Ok(page)),
+                            Err(WitError::InvalidInput(reason))
+                                if version == ContractVersion::V0_2 =>
+                            {
+                                Ok(Err(reason))
+                            }
+                            Err(e) => Err(e),
+                        })
+                    })
+                }),
+            )
             .await?;
         let page = answer.map_err(|reason| StoreError::InvalidQuery {
             reason: sanitize(&reason),
@@ -877,7 +969,14 @@ impl TaskStore for WasmTaskStore {
         check_id(id)?;
         self.require_catalog("delete")?;
         let id = id.to_owned();
-        self.call(move |i| i.api.delete(&mut i.store, &id)).await
+        self.call(
+            Run::Blocking,
+            op(move |i| {
+                let id = id.clone();
+                Box::pin(async move { i.api.delete(&mut i.store, &id).await })
+            }),
+        )
+        .await
     }
 
     fn describe(&self) -> String {

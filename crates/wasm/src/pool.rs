@@ -7,14 +7,15 @@ use crate::clock::{CallDeadline, GuestClock};
 use crate::contract::{Api, Exports, WitError};
 use crate::message::sanitize;
 use crate::quota::{DiskQuota, QuotaHandle};
-use crate::{EPOCH_TICK, Limits, stderr_log};
+use crate::{Limits, stderr_log};
 use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::Instant;
 use tokio::sync::Semaphore;
 use toolnexus_core::{Limit, StoreError};
 use wasmtime::component::{InstancePre, ResourceTable, ResourceTableError};
-use wasmtime::{ResourceLimiter, Store, Trap};
+use wasmtime::{ResourceLimiter, Store, StoreContextMut, Trap, UpdateDeadline};
 use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 pub(crate) struct Inner {
@@ -37,6 +38,9 @@ pub(crate) struct Inner {
     pub(crate) permits: Arc<Semaphore>,
     /// The most instances kept idle between calls (the same as the permits).
     pub(crate) max_idle: usize,
+    /// Whether `get`s run on the caller's task ([`crate::inline`]): until one needed a blocking
+    /// thread.
+    pub(crate) inline_gets: AtomicBool,
 }
 
 pub(crate) struct Instance {
@@ -45,17 +49,20 @@ pub(crate) struct Instance {
 }
 
 impl Instance {
-    /// Resets the per-call deadline (for wasm code and for clock waits) and the memory-limit
-    /// flag before a call.
-    pub(crate) fn arm(&mut self, limits: &Limits) {
+    /// Resets the call's deadline (for wasm code and for clock waits), where it runs (`inline`:
+    /// on an async worker, see [`crate::inline`]) and the memory-limit flag before a call.
+    pub(crate) fn arm(&mut self, deadline: Instant, inline: bool) {
         let host = self.store.data_mut();
         host.limiter.hit = false;
         if let Some(quota) = &host.quota {
             quota.reset();
         }
-        host.deadline = CallDeadline::after(limits.timeout);
-        self.store
-            .set_epoch_deadline(deadline_ticks(limits.timeout));
+        host.deadline = CallDeadline {
+            at: deadline,
+            hit: false,
+        };
+        host.inline = inline;
+        self.store.set_epoch_deadline(1);
     }
 
     /// Whether the instance holds more host resources than a store needs between calls.
@@ -88,6 +95,9 @@ pub(crate) struct Host {
     pub(crate) clock: GuestClock,
     /// The store's disk quota, for a read-write directory.
     pub(crate) quota: Option<QuotaHandle>,
+    /// The call in progress runs on an async worker thread: file operations that may wait long
+    /// (writes, syncs, renames, …) must not run here ([`crate::inline`]).
+    pub(crate) inline: bool,
 }
 
 impl Drop for Host {
@@ -174,12 +184,21 @@ impl ResourceLimiter for MemoryLimiter {
     }
 }
 
-pub(crate) fn deadline_ticks(timeout: Duration) -> u64 {
-    (timeout.as_nanos().div_ceil(EPOCH_TICK.as_nanos()) as u64).max(1) + 1
+/// At every epoch tick ([`crate::EPOCH_TICK`]) while wasm code runs: past the call's deadline, a
+/// trap ([`Trap::Interrupt`], reported as the timeout); before it, a yield to the executor and
+/// on. A call running on an async worker ([`crate::inline`]) so shares its thread with other
+/// work at least once a tick, however long the guest computes.
+fn on_epoch_tick(cx: StoreContextMut<'_, Host>) -> wasmtime::Result<UpdateDeadline> {
+    if Instant::now() >= cx.data().deadline.at {
+        return Ok(UpdateDeadline::Interrupt);
+    }
+    Ok(UpdateDeadline::Yield(1))
 }
 
 impl Inner {
-    pub(crate) fn instantiate(&self) -> Result<Instance, StoreError> {
+    /// A fresh instance, configured. On a thread that may block (never inline): `configure`
+    /// may do any file I/O.
+    pub(crate) async fn instantiate(&self) -> Result<Instance, StoreError> {
         let mut wasi = WasiCtxBuilder::new();
         // Calls already run on a blocking thread: let file I/O happen right there instead of
         // bouncing every syscall through another thread. Must precede `preopened_dir`.
@@ -225,11 +244,13 @@ impl Inner {
             deadline: CallDeadline::after(self.limits.timeout),
             clock,
             quota: self.disk.clone().map(QuotaHandle::new),
+            inline: false,
         };
         let mut store = Store::new(self.pre.engine(), host);
         store.limiter(|host| &mut host.limiter);
-        store.set_epoch_deadline(deadline_ticks(self.limits.timeout));
-        let setup = self.setup(&mut store);
+        store.epoch_deadline_callback(on_epoch_tick);
+        store.set_epoch_deadline(1);
+        let setup = self.setup(&mut store).await;
         if store.data().deadline.hit {
             return Err(self.limit_error(Limit::Timeout(self.limits.timeout)));
         }
@@ -255,9 +276,12 @@ impl Inner {
 
     /// Instantiates and, if the component exports `config`, configures it. The inner `Err` is
     /// the component refusing its settings.
-    pub(crate) fn setup(&self, store: &mut Store<Host>) -> wasmtime::Result<Result<Api, String>> {
-        let instance = self.pre.instantiate(&mut *store)?;
-        self.exports.setup(store, &instance, &self.settings)
+    pub(crate) async fn setup(
+        &self,
+        store: &mut Store<Host>,
+    ) -> wasmtime::Result<Result<Api, String>> {
+        let instance = self.pre.instantiate_async(&mut *store).await?;
+        self.exports.setup(store, &instance, &self.settings).await
     }
 
     pub(crate) fn take_idle(&self) -> Option<Instance> {
@@ -340,18 +364,5 @@ impl Inner {
                 sanitize(&conflict.message)
             )),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn deadlines_round_up_to_whole_ticks() {
-        assert_eq!(deadline_ticks(Duration::from_millis(1)), 2);
-        assert_eq!(deadline_ticks(Duration::from_millis(10)), 2);
-        assert_eq!(deadline_ticks(Duration::from_millis(11)), 3);
-        assert_eq!(deadline_ticks(Duration::from_secs(5)), 501);
     }
 }

@@ -23,6 +23,7 @@
 //! process) after the scan; the count can only overestimate what the component itself adds
 //! (a sparse file counts at its length).
 
+use crate::inline;
 use crate::pool::Host;
 use bytes::Bytes;
 use std::path::Path;
@@ -31,7 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
-use wasmtime_wasi::p2::bindings::sync::filesystem::types::{
+use wasmtime_wasi::p2::bindings::filesystem::types::{
     DescriptorFlags, DescriptorType, ErrorCode, Filesize, Host as TypesHost, HostDescriptor,
     OpenFlags, PathFlags,
 };
@@ -214,9 +215,9 @@ fn again(fd: &Resource<Descriptor>) -> Resource<Descriptor> {
 }
 
 /// The answer of a wrapped call: a WASI error code, or a trap when the call trapped.
-type Answer<T> = wasmtime::Result<(Result<T, ErrorCode>,)>;
+pub(crate) type Answer<T> = wasmtime::Result<(Result<T, ErrorCode>,)>;
 
-fn answer<T>(host: &mut Host, result: FsResult<T>) -> Answer<T> {
+pub(crate) fn answer<T>(host: &mut Host, result: FsResult<T>) -> Answer<T> {
     match result {
         Ok(value) => Ok((Ok(value),)),
         Err(e) => Ok((Err(TypesHost::convert_error_code(
@@ -237,13 +238,14 @@ fn file_len(host: &mut Host, fd: &Resource<Descriptor>) -> Option<u64> {
 }
 
 /// What the entry at `path` under `dir` counts for, if there is one (links are not followed).
-fn entry_bytes(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Option<u64> {
+async fn entry_bytes(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Option<u64> {
     let stat = HostDescriptor::stat_at(
         &mut host.filesystem(),
         again(dir),
         PathFlags::empty(),
         path.to_owned(),
     )
+    .await
     .ok()?;
     let len = if stat.type_ == DescriptorType::RegularFile {
         stat.size
@@ -269,98 +271,117 @@ fn make_private(host: &mut Host, file: &Resource<Descriptor>) {
 }
 
 /// Whether two paths name the same file (links are not followed); `false` if either is missing.
-fn same_object(
+async fn same_object(
     host: &mut Host,
     dir_a: &Resource<Descriptor>,
     a: &str,
     dir_b: &Resource<Descriptor>,
     b: &str,
 ) -> bool {
-    let mut hash = |dir: &Resource<Descriptor>, path: &str| {
-        HostDescriptor::metadata_hash_at(
-            &mut host.filesystem(),
-            again(dir),
-            PathFlags::empty(),
-            path.to_owned(),
-        )
-        .ok()
-        .map(|h| (h.lower, h.upper))
-    };
-    match (hash(dir_a, a), hash(dir_b, b)) {
-        (Some(x), Some(y)) => x == y,
-        _ => false,
-    }
+    let x = metadata_hash_at(host, dir_a, a).await;
+    let y = metadata_hash_at(host, dir_b, b).await;
+    matches!((x, y), (Some(x), Some(y)) if x == y)
+}
+
+/// The metadata hash of the entry at `path` under `dir` (links not followed), if there is one.
+async fn metadata_hash_at(
+    host: &mut Host,
+    dir: &Resource<Descriptor>,
+    path: &str,
+) -> Option<(u64, u64)> {
+    HostDescriptor::metadata_hash_at(
+        &mut host.filesystem(),
+        again(dir),
+        PathFlags::empty(),
+        path.to_owned(),
+    )
+    .await
+    .ok()
+    .map(|h| (h.lower, h.upper))
 }
 
 /// Replaces the functions of `wasi:filesystem/types` that make the directory hold more (or
 /// less) with versions that count, in `linker` (after WASI was added to it). Instances whose
-/// [`Host::quota`] is `None` (read-only stores) go straight through.
+/// [`Host::quota`] is `None` (read-only stores) go straight through. Each of them changes the
+/// directory, so none runs in a call on an async worker ([`crate::inline::check`]).
 pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut types = linker.instance(FILESYSTEM_TYPES)?;
-    types.func_wrap(
+    types.func_wrap_async(
         "[method]descriptor.write",
         |mut cx: StoreContextMut<'_, Host>,
          (fd, buf, offset): (Resource<Descriptor>, Vec<u8>, Filesize)| {
-            let host = cx.data_mut();
-            let mut charged = 0;
-            if let Some(quota) = host.quota.clone() {
-                let end = offset.saturating_add(buf.len() as u64);
-                charged = file_len(host, &fd).map_or(0, |len| end.saturating_sub(len));
-                if !quota.charge(charged) {
-                    return no_space();
+            Box::new(async move {
+                let host = cx.data_mut();
+                inline::check(host, "write")?;
+                let mut charged = 0;
+                if let Some(quota) = host.quota.clone() {
+                    let end = offset.saturating_add(buf.len() as u64);
+                    charged = file_len(host, &fd).map_or(0, |len| end.saturating_sub(len));
+                    if !quota.charge(charged) {
+                        return no_space();
+                    }
                 }
-            }
-            let result = HostDescriptor::write(&mut host.filesystem(), fd, buf, offset);
-            if result.is_err()
-                && let Some(quota) = &host.quota
-            {
-                quota.credit(charged);
-            }
-            answer(host, result)
+                let result = HostDescriptor::write(&mut host.filesystem(), fd, buf, offset).await;
+                if result.is_err()
+                    && let Some(quota) = &host.quota
+                {
+                    quota.credit(charged);
+                }
+                answer(host, result)
+            })
         },
     )?;
-    types.func_wrap(
+    types.func_wrap_async(
         "[method]descriptor.set-size",
         |mut cx: StoreContextMut<'_, Host>, (fd, size): (Resource<Descriptor>, Filesize)| {
-            let host = cx.data_mut();
-            let Some(quota) = host.quota.clone() else {
-                let result = HostDescriptor::set_size(&mut host.filesystem(), fd, size);
-                return answer(host, result);
-            };
-            let len = file_len(host, &fd).unwrap_or(0);
-            let growth = size.saturating_sub(len);
-            if !quota.charge(growth) {
-                return no_space();
-            }
-            let result = HostDescriptor::set_size(&mut host.filesystem(), fd, size);
-            match &result {
-                Ok(()) => quota.credit(len.saturating_sub(size)),
-                Err(_) => quota.credit(growth),
-            }
-            answer(host, result)
+            Box::new(async move {
+                let host = cx.data_mut();
+                inline::check(host, "set-size")?;
+                let Some(quota) = host.quota.clone() else {
+                    let result = HostDescriptor::set_size(&mut host.filesystem(), fd, size).await;
+                    return answer(host, result);
+                };
+                let len = file_len(host, &fd).unwrap_or(0);
+                let growth = size.saturating_sub(len);
+                if !quota.charge(growth) {
+                    return no_space();
+                }
+                let result = HostDescriptor::set_size(&mut host.filesystem(), fd, size).await;
+                match &result {
+                    Ok(()) => quota.credit(len.saturating_sub(size)),
+                    Err(_) => quota.credit(growth),
+                }
+                answer(host, result)
+            })
         },
     )?;
-    types.func_wrap(
+    types.func_wrap_async(
         "[method]descriptor.write-via-stream",
         |mut cx: StoreContextMut<'_, Host>, (fd, offset): (Resource<Descriptor>, Filesize)| {
-            let host = cx.data_mut();
-            let file = open_file(host, &fd);
-            let result = HostDescriptor::write_via_stream(&mut host.filesystem(), fd, offset)
-                .and_then(|stream| counted_stream(host, stream, Some(offset), file));
-            answer(host, result)
+            Box::new(async move {
+                let host = cx.data_mut();
+                inline::check(host, "write-via-stream")?;
+                let file = open_file(host, &fd);
+                let result = HostDescriptor::write_via_stream(&mut host.filesystem(), fd, offset)
+                    .and_then(|stream| counted_stream(host, stream, Some(offset), file));
+                answer(host, result)
+            })
         },
     )?;
-    types.func_wrap(
+    types.func_wrap_async(
         "[method]descriptor.append-via-stream",
         |mut cx: StoreContextMut<'_, Host>, (fd,): (Resource<Descriptor>,)| {
-            let host = cx.data_mut();
-            let result = HostDescriptor::append_via_stream(&mut host.filesystem(), fd)
-                .and_then(|stream| counted_stream(host, stream, None, None));
-            answer(host, result)
+            Box::new(async move {
+                let host = cx.data_mut();
+                inline::check(host, "append-via-stream")?;
+                let result = HostDescriptor::append_via_stream(&mut host.filesystem(), fd)
+                    .and_then(|stream| counted_stream(host, stream, None, None));
+                answer(host, result)
+            })
         },
     )?;
-    types.func_wrap(
+    types.func_wrap_async(
         "[method]descriptor.open-at",
         |mut cx: StoreContextMut<'_, Host>,
          (fd, path_flags, path, open_flags, flags): (
@@ -370,116 +391,141 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
             OpenFlags,
             DescriptorFlags,
         )| {
-            let host = cx.data_mut();
-            // Only a create or a truncate changes what the directory holds.
-            let quota = host
-                .quota
-                .clone()
-                .filter(|_| open_flags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE));
-            let before = match &quota {
-                Some(_) => entry_bytes(host, &fd, &path),
-                None => None,
-            };
-            let creates =
-                quota.is_some() && before.is_none() && open_flags.contains(OpenFlags::CREATE);
-            if let Some(quota) = &quota
-                && creates
-                && !quota.charge(ENTRY_BYTES)
-            {
-                return no_space();
-            }
-            let result = HostDescriptor::open_at(
-                &mut host.filesystem(),
-                fd,
-                path_flags,
-                path,
-                open_flags,
-                flags,
-            );
-            if let Some(quota) = &quota {
-                match (&result, before) {
-                    (Ok(file), _) if creates => make_private(host, file),
-                    (Err(_), _) if creates => quota.credit(ENTRY_BYTES),
-                    (Ok(_), Some(bytes)) if open_flags.contains(OpenFlags::TRUNCATE) => {
-                        quota.credit(bytes.saturating_sub(ENTRY_BYTES))
-                    }
-                    _ => {}
-                }
-            }
-            answer(host, result)
-        },
-    )?;
-    types.func_wrap(
-        "[method]descriptor.create-directory-at",
-        |mut cx: StoreContextMut<'_, Host>, (fd, path): (Resource<Descriptor>, String)| {
-            let host = cx.data_mut();
-            let quota = host.quota.clone();
-            if let Some(quota) = &quota
-                && !quota.charge(ENTRY_BYTES)
-            {
-                return no_space();
-            }
-            let result = HostDescriptor::create_directory_at(&mut host.filesystem(), fd, path);
-            if let (Err(_), Some(quota)) = (&result, &quota) {
-                quota.credit(ENTRY_BYTES);
-            }
-            answer(host, result)
-        },
-    )?;
-    for name in [
-        "[method]descriptor.unlink-file-at",
-        "[method]descriptor.remove-directory-at",
-    ] {
-        let unlink = name.contains("unlink");
-        types.func_wrap(
-            name,
-            move |mut cx: StoreContextMut<'_, Host>, (fd, path): (Resource<Descriptor>, String)| {
+            Box::new(async move {
                 let host = cx.data_mut();
-                let freed = match host.quota {
-                    Some(_) => entry_bytes(host, &fd, &path),
+                // Only a create or a truncate changes what the directory holds.
+                let changes = open_flags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE);
+                if changes {
+                    inline::check(host, "open-at with create or truncate")?;
+                }
+                let quota = host.quota.clone().filter(|_| changes);
+                let before = match &quota {
+                    Some(_) => entry_bytes(host, &fd, &path).await,
                     None => None,
                 };
-                let result = if unlink {
-                    HostDescriptor::unlink_file_at(&mut host.filesystem(), fd, path)
-                } else {
-                    HostDescriptor::remove_directory_at(&mut host.filesystem(), fd, path)
-                };
-                if let (Ok(()), Some(quota), Some(bytes)) = (&result, host.quota.clone(), freed) {
+                let creates =
+                    quota.is_some() && before.is_none() && open_flags.contains(OpenFlags::CREATE);
+                if let Some(quota) = &quota
+                    && creates
+                    && !quota.charge(ENTRY_BYTES)
+                {
+                    return no_space();
+                }
+                let result = HostDescriptor::open_at(
+                    &mut host.filesystem(),
+                    fd,
+                    path_flags,
+                    path,
+                    open_flags,
+                    flags,
+                )
+                .await;
+                if let Some(quota) = &quota {
+                    match (&result, before) {
+                        (Ok(file), _) if creates => make_private(host, file),
+                        (Err(_), _) if creates => quota.credit(ENTRY_BYTES),
+                        (Ok(_), Some(bytes)) if open_flags.contains(OpenFlags::TRUNCATE) => {
+                            quota.credit(bytes.saturating_sub(ENTRY_BYTES))
+                        }
+                        _ => {}
+                    }
+                }
+                answer(host, result)
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.create-directory-at",
+        |mut cx: StoreContextMut<'_, Host>, (fd, path): (Resource<Descriptor>, String)| {
+            Box::new(async move {
+                let host = cx.data_mut();
+                inline::check(host, "create-directory-at")?;
+                let quota = host.quota.clone();
+                if let Some(quota) = &quota
+                    && !quota.charge(ENTRY_BYTES)
+                {
+                    return no_space();
+                }
+                let result =
+                    HostDescriptor::create_directory_at(&mut host.filesystem(), fd, path).await;
+                if let (Err(_), Some(quota)) = (&result, &quota) {
+                    quota.credit(ENTRY_BYTES);
+                }
+                answer(host, result)
+            })
+        },
+    )?;
+    for (name, unlink) in [
+        ("[method]descriptor.unlink-file-at", true),
+        ("[method]descriptor.remove-directory-at", false),
+    ] {
+        types.func_wrap_async(
+            name,
+            move |mut cx: StoreContextMut<'_, Host>, (fd, path): (Resource<Descriptor>, String)| {
+                Box::new(async move {
+                    let host = cx.data_mut();
+                    inline::check(
+                        host,
+                        if unlink {
+                            "unlink-file-at"
+                        } else {
+                            "remove-directory-at"
+                        },
+                    )?;
+                    let freed = match host.quota {
+                        Some(_) => entry_bytes(host, &fd, &path).await,
+                        None => None,
+                    };
+                    let result = if unlink {
+                        HostDescriptor::unlink_file_at(&mut host.filesystem(), fd, path).await
+                    } else {
+                        HostDescriptor::remove_directory_at(&mut host.filesystem(), fd, path).await
+                    };
+                    if let (Ok(()), Some(quota), Some(bytes)) = (&result, host.quota.clone(), freed)
+                    {
+                        quota.defer_credit(bytes);
+                        settle(host);
+                    }
+                    answer(host, result)
+                })
+            },
+        )?;
+    }
+    types.func_wrap_async(
+        "[method]descriptor.rename-at",
+        |mut cx: StoreContextMut<'_, Host>,
+         (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
+            Box::new(async move {
+                let host = cx.data_mut();
+                inline::check(host, "rename-at")?;
+                // What the destination held, if anything, is freed by the rename, unless it is
+                // the very file being renamed (a rename onto itself frees nothing).
+                let replaced =
+                    if host.quota.is_some() && !same_object(host, &fd, &old, &new_fd, &new).await {
+                        entry_bytes(host, &new_fd, &new).await
+                    } else {
+                        None
+                    };
+                let result =
+                    HostDescriptor::rename_at(&mut host.filesystem(), fd, old, new_fd, new).await;
+                if let (Ok(()), Some(quota), Some(bytes)) = (&result, host.quota.clone(), replaced)
+                {
                     quota.defer_credit(bytes);
                     settle(host);
                 }
                 answer(host, result)
-            },
-        )?;
-    }
-    types.func_wrap(
-        "[method]descriptor.rename-at",
-        |mut cx: StoreContextMut<'_, Host>,
-         (fd, old, new_fd, new): (Resource<Descriptor>, String, Resource<Descriptor>, String)| {
-            let host = cx.data_mut();
-            // What the destination held, if anything, is freed by the rename, unless it is the
-            // very file being renamed (a rename onto itself frees nothing).
-            let replaced = if host.quota.is_some() && !same_object(host, &fd, &old, &new_fd, &new)
-            {
-                entry_bytes(host, &new_fd, &new)
-            } else {
-                None
-            };
-            let result = HostDescriptor::rename_at(&mut host.filesystem(), fd, old, new_fd, new);
-            if let (Ok(()), Some(quota), Some(bytes)) = (&result, host.quota.clone(), replaced) {
-                quota.defer_credit(bytes);
-                settle(host);
-            }
-            answer(host, result)
+            })
         },
     )?;
-    types.func_wrap(
+    types.func_wrap_async(
         "[method]descriptor.read-via-stream",
         |mut cx: StoreContextMut<'_, Host>, (fd, offset): (Resource<Descriptor>, Filesize)| {
-            let host = cx.data_mut();
-            let result = HostDescriptor::read_via_stream(&mut host.filesystem(), fd, offset)
-                .and_then(|stream| held_stream(host, stream));
-            answer(host, result)
+            Box::new(async move {
+                let host = cx.data_mut();
+                let result = HostDescriptor::read_via_stream(&mut host.filesystem(), fd, offset)
+                    .and_then(|stream| held_stream(host, stream));
+                answer(host, result)
+            })
         },
     )?;
     linker.allow_shadowing(false);
