@@ -1,50 +1,87 @@
-//! Calls on the caller's async worker thread.
+//! Calls on the caller's async worker thread, and file streams without thread hand-offs.
 //!
 //! Handing a call to Tokio's blocking pool and back costs two thread switches, most of a small
-//! `get` (tens of microseconds on a small VM, against a few for the call itself). So a `get` runs
-//! where its caller awaits it, as an async wasmtime call on a fiber, when an idle instance is
-//! ready, and everything else (saves, deletes, lists, instantiation) still runs on the blocking
-//! pool. What a call on a worker may do is bounded, so that a component, whatever it does,
-//! cannot hold the worker:
+//! `get` (tens of microseconds on a small VM, against a few for the call itself). So on Linux a
+//! `get` runs where its caller awaits it, as an async wasmtime call on a fiber, when an idle
+//! instance is ready; everything else (saves, deletes, lists, instantiation) runs on the
+//! blocking pool. A call on a worker never waits for the disk and never holds the worker,
+//! whatever the component does:
 //!
 //! - **Compute:** the guest yields to the executor at every epoch tick and traps at its
 //!   deadline ([`crate::pool`]); a clock wait is an async sleep.
-//! - **File I/O:** reads, `stat`s and opens for reading run right there, as they do on a
-//!   blocking thread (page-cache work for a store's `get`). Anything that changes the
-//!   directory or waits for the disk (writes, `set-size`, `set-times`, syncs, creates,
-//!   truncates, renames, unlinks, new directories, write streams) is never done inline: the
-//!   host stops the call there with [`NeedsBlocking`] before doing any of it, drops the
-//!   instance, and runs the call again on the blocking pool, under the same deadline, with the
-//!   same permit. Nothing was changed by the first attempt, so the second is the call. The
-//!   store then runs all of its `get`s on the blocking pool: a component that writes in `get`
-//!   would pay for the retry each time.
+//! - **Reads:** a name is resolved only if the kernel has it cached (`openat2` with
+//!   `RESOLVE_CACHED` before `open-at`, `stat-at`, `readlink-at` and `metadata-hash-at`;
+//!   anything but a regular file or a directory, such as a FIFO whose open would wait, counts as
+//!   uncached), and file bytes are read with `preadv2(RWF_NOWAIT)` ([`InlineReads`]). `stat` of
+//!   an open descriptor never waits.
+//! - **Everything else that touches the disk** (writes, `set-size`, `set-times`, syncs,
+//!   creates, truncates, renames, unlinks, new directories, write streams, `read-directory`,
+//!   positional `read`) is never done inline.
+//!
+//! Where a call on a worker would wait, the host stops it before doing any of it, with
+//! [`NeedsBlocking`], drops the instance, and runs the call again on the blocking pool under
+//! the same deadline and the same permit. Nothing was changed by the first attempt (it only
+//! read), so the second is the call. A component that asked for something never done inline
+//! (it writes in `get`, or the kernel lacks `RESOLVE_CACHED`) has all its later `get`s run on
+//! the blocking pool directly; one that only met an uncached file keeps the inline path.
 
 use crate::pool::Host;
+use bytes::{Bytes, BytesMut};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
-use wasmtime_wasi::p2::bindings::filesystem::types::{HostDescriptor, NewTimestamp, PathFlags};
+use wasmtime_wasi::p2::bindings::filesystem::types::{
+    Filesize, HostDescriptor, NewTimestamp, PathFlags,
+};
+use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError};
 
-/// Why a call running inline was stopped: it asked for a file operation that may wait (named).
+/// Whether the instance's call in progress runs on an async worker; shared with its file
+/// streams.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct InlineFlag(Arc<AtomicBool>);
+
+impl InlineFlag {
+    pub(crate) fn set(&self, inline: bool) {
+        self.0.store(inline, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a call running inline was stopped: it needs a thread that may block for `op`.
+/// `sticky`: the component does this by itself (not because of what the cache held), so its
+/// `get`s go to the blocking pool from now on.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct NeedsBlocking(pub(crate) &'static str);
+pub(crate) struct NeedsBlocking {
+    pub(crate) op: &'static str,
+    pub(crate) sticky: bool,
+}
 
 impl std::fmt::Display for NeedsBlocking {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "`{}` may wait for the disk: the call is retried on a blocking thread",
-            self.0
+            "{} may wait for the disk: the call is run again on a blocking thread",
+            self.op
         )
     }
 }
 
 impl std::error::Error for NeedsBlocking {}
 
-/// `Err` (a trap carrying [`NeedsBlocking`]) if the call in progress runs inline.
+fn stop(op: &'static str, sticky: bool) -> wasmtime::Error {
+    wasmtime::Error::new(NeedsBlocking { op, sticky })
+}
+
+/// `Err` (a trap carrying [`NeedsBlocking`]) if the call in progress runs inline: for `op`,
+/// which is never done there.
 pub(crate) fn check(host: &Host, op: &'static str) -> wasmtime::Result<()> {
-    match host.inline {
-        true => Err(wasmtime::Error::new(NeedsBlocking(op))),
+    match host.inline.get() {
+        true => Err(stop(op, true)),
         false => Ok(()),
     }
 }
@@ -56,12 +93,83 @@ pub(crate) fn needs_blocking(err: &wasmtime::Error) -> Option<NeedsBlocking> {
         .copied()
 }
 
+/// In a call running inline, `Ok` only if resolving `path` under the directory `dir` waits
+/// for nothing: every name on the way is in the kernel's cache (or known missing), and what it
+/// names is a regular file, a directory or a link, which open without waiting. Errors the
+/// real call reports better (missing, escaping, not a directory) are left to it.
+pub(crate) fn check_lookup(
+    host: &mut Host,
+    dir: &Resource<Descriptor>,
+    path: &str,
+    follow: bool,
+) -> wasmtime::Result<()> {
+    if !host.inline.get() {
+        return Ok(());
+    }
+    // A store looks at a name more than once in a row (a `stat-at`, then the `open-at`): a
+    // file or directory found cached in this call (not a link, so whether links are followed
+    // does not matter) is not asked about again.
+    if host
+        .inline_checked
+        .as_ref()
+        .is_some_and(|(rep, p)| *rep == dir.rep() && p == path)
+    {
+        return Ok(());
+    }
+    let Ok(Descriptor::Dir(found)) = host.table.get(dir) else {
+        return Ok(()); // not a directory: the real call refuses it
+    };
+    if cached_lookup(&found.dir, path, follow)? == Found::FileOrDirectory {
+        host.inline_checked = Some((dir.rep(), path.to_owned()));
+    }
+    Ok(())
+}
+
+/// What a lookup from the cache found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Found {
+    FileOrDirectory,
+    /// A link (not followed), or nothing the real call will find (it reports why).
+    Other,
+}
+
+#[cfg(target_os = "linux")]
+fn cached_lookup(dir: &std::fs::File, path: &str, follow: bool) -> wasmtime::Result<Found> {
+    use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+    use rustix::io::Errno;
+    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let resolve = ResolveFlags::CACHED | ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    match rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve) {
+        Ok(found) => {
+            match rustix::fs::fstat(&found).map(|st| FileType::from_raw_mode(st.st_mode)) {
+                Ok(FileType::RegularFile | FileType::Directory) => Ok(Found::FileOrDirectory),
+                Ok(FileType::Symlink) => Ok(Found::Other),
+                _ => Err(stop("opening something that is not a file", false)),
+            }
+        }
+        Err(Errno::AGAIN) => Err(stop("a lookup of a name not in the kernel's cache", false)),
+        // A kernel before 5.12 (no RESOLVE_CACHED) or without openat2.
+        Err(Errno::NOSYS | Errno::INVAL) => Err(stop("a lookup (no RESOLVE_CACHED here)", true)),
+        Err(_) => Ok(Found::Other),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn cached_lookup(_dir: &std::fs::File, _path: &str, _follow: bool) -> wasmtime::Result<Found> {
+    Err(stop("a lookup (no RESOLVE_CACHED here)", true))
+}
+
 /// The interface whose functions are wrapped; wasmtime links every `0.2.x` import to it.
 const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
-/// Wraps the functions of `wasi:filesystem/types` that wait for the disk and that no other
-/// wrapper ([`crate::quota`], [`crate::links`]) checks already: `sync`, `sync-data`,
-/// `set-times` and `set-times-at` (after WASI was added to `linker`).
+/// Wraps the functions of `wasi:filesystem/types` that may wait for the disk and that no other
+/// wrapper ([`crate::quota`], [`crate::links`]) checks already (after WASI was added to
+/// `linker`): never inline `sync`, `sync-data`, `set-times`, `set-times-at`,
+/// `read-directory`, `read`; inline only over cached names `stat-at`, `readlink-at`,
+/// `metadata-hash-at`.
 pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut types = linker.instance(FILESYSTEM_TYPES)?;
@@ -126,6 +234,342 @@ pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             })
         },
     )?;
+    types.func_wrap_async(
+        "[method]descriptor.read-directory",
+        |mut cx: StoreContextMut<'_, Host>, (fd,): (Resource<Descriptor>,)| {
+            Box::new(async move {
+                let host = cx.data_mut();
+                check(host, "read-directory")?;
+                let result = HostDescriptor::read_directory(&mut host.filesystem(), fd).await;
+                crate::quota::answer(host, result)
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.read",
+        |mut cx: StoreContextMut<'_, Host>,
+         (fd, len, offset): (Resource<Descriptor>, Filesize, Filesize)| {
+            Box::new(async move {
+                let host = cx.data_mut();
+                check(host, "read")?;
+                let result = HostDescriptor::read(&mut host.filesystem(), fd, len, offset).await;
+                crate::quota::answer(host, result)
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.stat-at",
+        |mut cx: StoreContextMut<'_, Host>,
+         (fd, flags, path): (Resource<Descriptor>, PathFlags, String)| {
+            Box::new(async move {
+                let host = cx.data_mut();
+                check_lookup(host, &fd, &path, flags.contains(PathFlags::SYMLINK_FOLLOW))?;
+                let result = HostDescriptor::stat_at(&mut host.filesystem(), fd, flags, path).await;
+                crate::quota::answer(host, result)
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.readlink-at",
+        |mut cx: StoreContextMut<'_, Host>, (fd, path): (Resource<Descriptor>, String)| {
+            Box::new(async move {
+                let host = cx.data_mut();
+                check_lookup(host, &fd, &path, false)?;
+                let result = HostDescriptor::readlink_at(&mut host.filesystem(), fd, path).await;
+                crate::quota::answer(host, result)
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.metadata-hash-at",
+        |mut cx: StoreContextMut<'_, Host>,
+         (fd, flags, path): (Resource<Descriptor>, PathFlags, String)| {
+            Box::new(async move {
+                let host = cx.data_mut();
+                check_lookup(host, &fd, &path, flags.contains(PathFlags::SYMLINK_FOLLOW))?;
+                let result =
+                    HostDescriptor::metadata_hash_at(&mut host.filesystem(), fd, flags, path).await;
+                crate::quota::answer(host, result)
+            })
+        },
+    )?;
     linker.allow_shadowing(false);
     Ok(())
+}
+
+/// What one read or `check-write` of a file stream moves at most, as wasmtime-wasi's file
+/// streams do (it bounds what one guest call makes the host allocate).
+const CHUNK: usize = 64 * 1024;
+
+/// A file's input stream that reads on the thread of the call. wasmtime-wasi's own hands a
+/// non-blocking `read` to Tokio's blocking pool; this reads right there: with a plain `pread`
+/// on a blocking thread, and with `preadv2(RWF_NOWAIT)` in a call running inline, which stops
+/// the call ([`NeedsBlocking`]) rather than wait for a page not in the cache. The guest sees
+/// what it would from wasmtime-wasi's stream: at most [`CHUNK`] bytes from the stream's
+/// position per read, and `closed` at the end of the file.
+pub(crate) struct InlineReads {
+    pub(crate) file: Arc<std::fs::File>,
+    pub(crate) position: u64,
+    pub(crate) inline: InlineFlag,
+    pub(crate) closed: bool,
+}
+
+/// What a read without waiting came to.
+enum Read {
+    Bytes(usize),
+    WouldWait,
+    Failed(std::io::Error),
+}
+
+impl InlineReads {
+    fn read_here(&mut self, size: usize) -> Result<Bytes, StreamError> {
+        if self.closed {
+            return Err(StreamError::Closed);
+        }
+        if size == 0 {
+            return Ok(Bytes::new());
+        }
+        let mut buf = BytesMut::zeroed(size.min(CHUNK));
+        let inline = self.inline.get();
+        let n = loop {
+            let read = match inline {
+                true => read_nowait(&self.file, &mut buf, self.position),
+                false => read_at(&self.file, &mut buf, self.position),
+            };
+            match read {
+                Read::Bytes(n) => break n,
+                Read::Failed(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Read::WouldWait => {
+                    return Err(StreamError::Trap(stop(
+                        "a read of a file not in the page cache",
+                        false,
+                    )));
+                }
+                Read::Failed(e) => {
+                    self.closed = true;
+                    return Err(StreamError::LastOperationFailed(e.into()));
+                }
+            }
+        };
+        if n == 0 {
+            self.closed = true;
+            return Err(StreamError::Closed);
+        }
+        buf.truncate(n);
+        self.position = self.position.saturating_add(n as u64);
+        Ok(buf.freeze())
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], position: u64) -> Read {
+    use std::os::unix::fs::FileExt;
+    match file.read_at(buf, position) {
+        Ok(n) => Read::Bytes(n),
+        Err(e) => Read::Failed(e),
+    }
+}
+
+#[cfg(windows)]
+fn read_at(file: &std::fs::File, buf: &mut [u8], position: u64) -> Read {
+    use std::os::windows::fs::FileExt;
+    match file.seek_read(buf, position) {
+        Ok(n) => Read::Bytes(n),
+        Err(e) => Read::Failed(e),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn read_nowait(file: &std::fs::File, buf: &mut [u8], position: u64) -> Read {
+    use rustix::io::{Errno, ReadWriteFlags};
+    let mut bufs = [std::io::IoSliceMut::new(buf)];
+    match rustix::io::preadv2(file, &mut bufs, position, ReadWriteFlags::NOWAIT) {
+        Ok(n) => Read::Bytes(n),
+        Err(Errno::AGAIN) => Read::WouldWait,
+        // A file system without RWF_NOWAIT: a blocking thread reads it.
+        Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => Read::WouldWait,
+        Err(e) => Read::Failed(e.into()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_nowait(_file: &std::fs::File, _buf: &mut [u8], _position: u64) -> Read {
+    Read::WouldWait
+}
+
+#[async_trait::async_trait]
+impl Pollable for InlineReads {
+    /// Always ready: a read is done when asked for.
+    async fn ready(&mut self) {}
+}
+
+#[async_trait::async_trait]
+impl InputStream for InlineReads {
+    fn read(&mut self, size: usize) -> Result<Bytes, StreamError> {
+        self.read_here(size)
+    }
+
+    async fn blocking_read(&mut self, size: usize) -> Result<Bytes, StreamError> {
+        self.read_here(size)
+    }
+}
+
+/// A file's output stream at a position that writes on the thread of the call, where
+/// wasmtime-wasi's own file stream hands every non-blocking `write` (the one the guest's libc
+/// uses) to Tokio's blocking pool and back: two thread switches per write, tens of
+/// microseconds each on a small VM, twice per save. Write streams are only made on a blocking
+/// thread ([`check`]), so the write is done in place. What the guest sees is the same: the
+/// bytes land at the stream's position, in order, before `write` returns; a failed write fails
+/// with its I/O error (mapped to the WASI error code, such as `insufficient-space`) and closes
+/// the stream.
+#[cfg(unix)]
+pub(crate) struct InlineWrites {
+    pub(crate) file: Arc<std::fs::File>,
+    pub(crate) position: u64,
+    pub(crate) closed: bool,
+}
+
+#[cfg(unix)]
+#[async_trait::async_trait]
+impl Pollable for InlineWrites {
+    /// Always ready: nothing is ever left in flight.
+    async fn ready(&mut self) {}
+}
+
+#[cfg(unix)]
+#[async_trait::async_trait]
+impl OutputStream for InlineWrites {
+    fn write(&mut self, bytes: Bytes) -> Result<(), StreamError> {
+        use std::os::unix::fs::FileExt;
+        if self.closed {
+            return Err(StreamError::Closed);
+        }
+        match self.file.write_all_at(&bytes, self.position) {
+            Ok(()) => {
+                self.position = self.position.saturating_add(bytes.len() as u64);
+                Ok(())
+            }
+            Err(e) => {
+                self.closed = true;
+                Err(StreamError::LastOperationFailed(e.into()))
+            }
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), StreamError> {
+        match self.closed {
+            true => Err(StreamError::Closed),
+            false => Ok(()),
+        }
+    }
+
+    fn check_write(&mut self) -> Result<usize, StreamError> {
+        match self.closed {
+            true => Err(StreamError::Closed),
+            false => Ok(CHUNK),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stopped(result: wasmtime::Result<Found>) -> Option<NeedsBlocking> {
+        result.err().as_ref().and_then(needs_blocking)
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_lookup_inline_stops_at_what_an_open_would_wait_for() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("task.json"), "{}").unwrap();
+        std::fs::create_dir(tmp.path().join("sub")).unwrap();
+        std::os::unix::fs::symlink("task.json", tmp.path().join("link")).unwrap();
+        let fifo = std::ffi::CString::new(tmp.path().join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a plain call with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let dir = std::fs::File::open(tmp.path()).unwrap();
+        // Looked up once: the kernel now knows it is missing.
+        assert!(std::fs::symlink_metadata(tmp.path().join("missing")).is_err());
+
+        // Cached (just made) regular files, directories and links, and names known missing, go
+        // on to the real call.
+        for (path, follow) in [
+            ("task.json", false),
+            ("task.json", true),
+            ("sub", false),
+            ("link", false),
+            ("missing", false),
+        ] {
+            let result = cached_lookup(&dir, path, follow);
+            assert!(result.is_ok(), "{path} (follow: {follow}): {result:?}");
+        }
+        // A FIFO's open waits for a writer: never inline, and not the component's doing. Nor
+        // is a name never looked up; and the kernel resolves neither a link to follow nor a
+        // `..` beneath a directory from its cache alone (a blocking thread refuses the escape).
+        for (path, follow) in [
+            ("fifo", false),
+            ("never-looked-up", false),
+            ("link", true),
+            ("../escape", false),
+        ] {
+            let needs = stopped(cached_lookup(&dir, path, follow))
+                .unwrap_or_else(|| panic!("{path} (follow: {follow}) stops the call"));
+            assert!(!needs.sticky, "{path}");
+        }
+    }
+
+    #[test]
+    fn only_a_call_running_inline_is_stopped() {
+        let flag = InlineFlag::default();
+        assert!(!flag.get());
+        flag.set(true);
+        assert!(flag.clone().get(), "clones share the flag");
+        let err = stop("sync", true);
+        let needs = needs_blocking(&err.context("wrapped")).expect("found through context");
+        assert_eq!(needs.op, "sync");
+        assert!(needs.sticky);
+        assert!(needs_blocking(&wasmtime::Error::msg("a trap")).is_none());
+    }
+
+    #[test]
+    fn reads_come_in_chunks_from_the_position_and_end_closed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("data");
+        let data: Vec<u8> = (0..CHUNK + 100).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let mut reads = InlineReads {
+            file: Arc::new(std::fs::File::open(&path).unwrap()),
+            position: 10,
+            inline: InlineFlag::default(),
+            closed: false,
+        };
+        assert!(reads.read_here(0).unwrap().is_empty());
+        let first = reads.read_here(usize::MAX).unwrap();
+        assert_eq!(first.len(), CHUNK, "at most one chunk per read");
+        assert_eq!(&first[..], &data[10..10 + CHUNK]);
+        let rest = reads.read_here(1000).unwrap();
+        assert_eq!(&rest[..], &data[10 + CHUNK..]);
+        assert!(matches!(reads.read_here(1), Err(StreamError::Closed)));
+        assert!(matches!(reads.read_here(1), Err(StreamError::Closed)));
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_inline_read_of_a_cached_file_reads_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("data");
+        std::fs::write(&path, b"cached bytes").unwrap();
+        let inline = InlineFlag::default();
+        inline.set(true);
+        let mut reads = InlineReads {
+            file: Arc::new(std::fs::File::open(&path).unwrap()),
+            position: 0,
+            inline,
+            closed: false,
+        };
+        assert_eq!(&reads.read_here(100).unwrap()[..], b"cached bytes");
+        assert!(matches!(reads.read_here(1), Err(StreamError::Closed)));
+    }
 }

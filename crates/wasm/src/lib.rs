@@ -462,7 +462,8 @@ impl WasmTaskStoreBuilder {
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(self.max_instances)),
             max_idle: self.max_instances,
-            inline_gets: AtomicBool::new(true),
+            // Inline calls need `RESOLVE_CACHED` and `RWF_NOWAIT` to never wait.
+            inline_gets: AtomicBool::new(cfg!(target_os = "linux")),
         };
         // Instantiate once now: a component whose start-up traps or loops is refused here. On a
         // thread of its own: `configure` may do WASI I/O, which blocks on a Tokio runtime, and
@@ -628,8 +629,11 @@ impl WasmTaskStore {
             match attempt(&self.inner, instance, &op, at, true).await {
                 Ok(answer) => return answer,
                 // Nothing was changed: run it again where it may block, by the same deadline.
-                Err(inline::NeedsBlocking(_)) => {
-                    self.inner.inline_gets.store(false, Ordering::Relaxed);
+                Err(needs) => {
+                    tracing::debug!(component = %self.inner.name, "{needs}");
+                    if needs.sticky {
+                        self.inner.inline_gets.store(false, Ordering::Relaxed);
+                    }
                     deadline = Some(at);
                 }
             }

@@ -5,6 +5,7 @@
 
 use crate::clock::{CallDeadline, GuestClock};
 use crate::contract::{Api, Exports, WitError};
+use crate::inline::InlineFlag;
 use crate::message::sanitize;
 use crate::quota::{DiskQuota, QuotaHandle};
 use crate::{Limits, stderr_log};
@@ -61,7 +62,8 @@ impl Instance {
             at: deadline,
             hit: false,
         };
-        host.inline = inline;
+        host.inline.set(inline);
+        host.inline_checked = None;
         self.store.set_epoch_deadline(1);
     }
 
@@ -97,7 +99,10 @@ pub(crate) struct Host {
     pub(crate) quota: Option<QuotaHandle>,
     /// The call in progress runs on an async worker thread: file operations that may wait long
     /// (writes, syncs, renames, …) must not run here ([`crate::inline`]).
-    pub(crate) inline: bool,
+    pub(crate) inline: InlineFlag,
+    /// The last file or directory found cached in this call
+    /// ([`crate::inline::check_lookup`]): the handle of the directory it is under, its path.
+    pub(crate) inline_checked: Option<(u32, String)>,
 }
 
 impl Drop for Host {
@@ -244,7 +249,8 @@ impl Inner {
             deadline: CallDeadline::after(self.limits.timeout),
             clock,
             quota: self.disk.clone().map(QuotaHandle::new),
-            inline: false,
+            inline: InlineFlag::default(),
+            inline_checked: None,
         };
         let mut store = Store::new(self.pre.engine(), host);
         store.limiter(|host| &mut host.limiter);

@@ -398,6 +398,8 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 if changes {
                     inline::check(host, "open-at with create or truncate")?;
                 }
+                let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+                inline::check_lookup(host, &fd, &path, follow)?;
                 let quota = host.quota.clone().filter(|_| changes);
                 let before = match &quota {
                     Some(_) => entry_bytes(host, &fd, &path).await,
@@ -522,7 +524,9 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
         |mut cx: StoreContextMut<'_, Host>, (fd, offset): (Resource<Descriptor>, Filesize)| {
             Box::new(async move {
                 let host = cx.data_mut();
+                let file = open_file(host, &fd);
                 let result = HostDescriptor::read_via_stream(&mut host.filesystem(), fd, offset)
+                    .and_then(|stream| reads_here(host, stream, offset, file))
                     .and_then(|stream| held_stream(host, stream));
                 answer(host, result)
             })
@@ -555,9 +559,9 @@ fn counted_stream(
     #[cfg(unix)]
     if let (Some(position), Some(file)) = (position, &file) {
         // The permission checks are done (the stream was made); the writes themselves go
-        // straight to the file (see [`InlineWrites`]).
+        // straight to the file (see [`inline::InlineWrites`]).
         drop(inner);
-        inner = Box::new(InlineWrites {
+        inner = Box::new(inline::InlineWrites {
             file: Arc::clone(file),
             position,
             closed: false,
@@ -571,6 +575,27 @@ fn counted_stream(
         file,
     });
     Ok(host.table.push(counted)?)
+}
+
+/// Swaps a file's new input stream (its permission checks done) for one that reads on the
+/// thread of the call ([`inline::InlineReads`]).
+fn reads_here(
+    host: &mut Host,
+    stream: Resource<DynInputStream>,
+    position: u64,
+    file: Option<Arc<std::fs::File>>,
+) -> FsResult<Resource<DynInputStream>> {
+    let Some(file) = file else {
+        return Ok(stream);
+    };
+    drop(host.table.delete(stream)?);
+    let reads: DynInputStream = Box::new(inline::InlineReads {
+        file,
+        position,
+        inline: host.inline.clone(),
+        closed: false,
+    });
+    Ok(host.table.push(reads)?)
 }
 
 /// Swaps a file's new input stream for one that is counted as holding the file (see
@@ -623,67 +648,6 @@ impl InputStream for HeldStream {
 
     async fn cancel(&mut self) {
         self.inner.cancel().await
-    }
-}
-
-/// A file's output stream at a position that writes on the thread of the call, where
-/// wasmtime-wasi's own file stream hands every non-blocking `write` (the one the guest's libc
-/// uses) to Tokio's blocking pool and back: two thread switches per write, tens of
-/// microseconds each on a small VM, twice per save. Calls already run where they may block
-/// (file reads, syncs and renames run right there too), so the write is done in place. What the
-/// guest sees is the same: the bytes land at the stream's position, in order, before `write`
-/// returns; a failed write fails with its I/O error (mapped to the WASI error code, such as
-/// `insufficient-space`) and closes the stream.
-#[cfg(unix)]
-struct InlineWrites {
-    file: Arc<std::fs::File>,
-    position: u64,
-    closed: bool,
-}
-
-/// What one `check-write` permits, as wasmtime-wasi's file stream does.
-#[cfg(unix)]
-const INLINE_WRITE_CAPACITY: usize = 64 * 1024;
-
-#[cfg(unix)]
-#[async_trait::async_trait]
-impl Pollable for InlineWrites {
-    /// Always ready: nothing is ever left in flight.
-    async fn ready(&mut self) {}
-}
-
-#[cfg(unix)]
-#[async_trait::async_trait]
-impl OutputStream for InlineWrites {
-    fn write(&mut self, bytes: Bytes) -> Result<(), StreamError> {
-        use std::os::unix::fs::FileExt;
-        if self.closed {
-            return Err(StreamError::Closed);
-        }
-        match self.file.write_all_at(&bytes, self.position) {
-            Ok(()) => {
-                self.position = self.position.saturating_add(bytes.len() as u64);
-                Ok(())
-            }
-            Err(e) => {
-                self.closed = true;
-                Err(StreamError::LastOperationFailed(e.into()))
-            }
-        }
-    }
-
-    fn flush(&mut self) -> Result<(), StreamError> {
-        match self.closed {
-            true => Err(StreamError::Closed),
-            false => Ok(()),
-        }
-    }
-
-    fn check_write(&mut self) -> Result<usize, StreamError> {
-        match self.closed {
-            true => Err(StreamError::Closed),
-            false => Ok(INLINE_WRITE_CAPACITY),
-        }
     }
 }
 
