@@ -586,10 +586,11 @@ fn a_get_needs_no_blocking_thread() {
         ),
     ];
     for (name, store) in stores {
-        runtime.block_on(store.save(&saved)).unwrap();
-        // A miss the kernel has not looked up yet waits for the disk, and the native store
-        // hands that lookup to the pool; once looked up, it is cached like a hit.
+        // The store's first call is a `get` (the component's one-time work is done when it is
+        // instantiated, not here). A miss the kernel has not looked up yet waits for the
+        // disk, and goes to the pool; once looked up, it is cached like a hit.
         assert_eq!(runtime.block_on(store.get("missing")).unwrap(), None);
+        runtime.block_on(store.save(&saved)).unwrap();
         let (started, holding) = std::sync::mpsc::channel();
         let (release, held) = std::sync::mpsc::channel::<()>();
         let blocker = runtime.spawn_blocking(move || {
@@ -664,4 +665,49 @@ async fn a_get_that_writes_is_run_again_on_a_blocking_thread() {
         "x"
     );
     still_serves(&store).await;
+}
+
+/// Whether `store.get(id)` answers while the runtime's only blocking thread is held.
+fn answers_without_the_pool(runtime: &tokio::runtime::Runtime, store: &WasmTaskStore) -> bool {
+    let (started, holding) = std::sync::mpsc::channel();
+    let (release, held) = std::sync::mpsc::channel::<()>();
+    let blocker = runtime.spawn_blocking(move || {
+        started.send(()).unwrap();
+        let _ = held.recv();
+    });
+    holding.recv().unwrap();
+    let answered = runtime.block_on(async {
+        tokio::time::timeout(Duration::from_secs(1), store.get("nothing"))
+            .await
+            .is_ok()
+    });
+    release.send(()).unwrap();
+    runtime.block_on(blocker).unwrap();
+    answered
+}
+
+/// A store whose `get`s keep asking for what is never done on the caller's thread (here, a
+/// write) runs its `get`s on the blocking pool after three of them; until then they stay on
+/// the caller's thread, so one-time work in a first call does not cost a component the path.
+#[test]
+fn gets_that_keep_writing_go_to_the_blocking_pool_after_three() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .max_blocking_threads(1)
+        .build()
+        .unwrap();
+    let store = open(tmp.path());
+    for writes in 0..3 {
+        assert!(
+            answers_without_the_pool(&runtime, &store),
+            "after {writes} writing gets, gets still run on the caller's thread"
+        );
+        runtime.block_on(store.get("hoard:1")).unwrap();
+    }
+    assert!(
+        !answers_without_the_pool(&runtime, &store),
+        "after three writing gets, gets run on the blocking pool"
+    );
+    runtime.block_on(still_serves(&store));
 }

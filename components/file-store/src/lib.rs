@@ -41,7 +41,8 @@ fn store() -> DirStore {
     };
     let store = DirStore::new(ROOT, durability)
         .with_lock_lease(Duration::from_millis(LEASE_MS.load(Ordering::Relaxed)));
-    // Once per instance: clear temp files left by writers that crashed mid-save.
+    // Once per instance: clear temp files left by writers that crashed mid-save. In
+    // `configure` (at instantiation) where the host calls it, else in the first call.
     SWEEP.call_once(|| {
         let _ = store.sweep_temp_files(STALE_TEMP_AGE);
     });
@@ -133,6 +134,9 @@ impl Config for FileStore {
                 }
             }
         }
+        // Sweep now, at instantiation, rather than in the first call, which may be a `get`
+        // run on the host's async worker, where a directory listing is never done.
+        let _ = store();
         Ok(())
     }
 }

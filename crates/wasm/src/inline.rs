@@ -21,9 +21,10 @@
 //! Where a call on a worker would wait, the host stops it before doing any of it, with
 //! [`NeedsBlocking`], drops the instance, and runs the call again on the blocking pool under
 //! the same deadline and the same permit. Nothing was changed by the first attempt (it only
-//! read), so the second is the call. A component that asked for something never done inline
-//! (it writes in `get`, or the kernel lacks `RESOLVE_CACHED`) has all its later `get`s run on
-//! the blocking pool directly; one that only met an uncached file keeps the inline path.
+//! read), so the second is the call. A store whose `get`s asked three times
+//! ([`crate::pool::MAX_INLINE_STOPS`]) for something never done inline (they write, or the
+//! kernel lacks `RESOLVE_CACHED`) has all its later `get`s run on the blocking pool directly;
+//! meeting an uncached file does not count.
 
 use crate::pool::Host;
 use bytes::{Bytes, BytesMut};
@@ -53,12 +54,12 @@ impl InlineFlag {
 }
 
 /// Why a call running inline was stopped: it needs a thread that may block for `op`.
-/// `sticky`: the component does this by itself (not because of what the cache held), so its
-/// `get`s go to the blocking pool from now on.
+/// `counts`: the component asked for it by itself (not because of what the cache held), which
+/// counts toward sending the store's `get`s to the blocking pool for good.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NeedsBlocking {
     pub(crate) op: &'static str,
-    pub(crate) sticky: bool,
+    pub(crate) counts: bool,
 }
 
 impl std::fmt::Display for NeedsBlocking {
@@ -73,8 +74,8 @@ impl std::fmt::Display for NeedsBlocking {
 
 impl std::error::Error for NeedsBlocking {}
 
-fn stop(op: &'static str, sticky: bool) -> wasmtime::Error {
-    wasmtime::Error::new(NeedsBlocking { op, sticky })
+fn stop(op: &'static str, counts: bool) -> wasmtime::Error {
+    wasmtime::Error::new(NeedsBlocking { op, counts })
 }
 
 /// `Err` (a trap carrying [`NeedsBlocking`]) if the call in progress runs inline: for `op`,
@@ -516,7 +517,7 @@ mod tests {
         ] {
             let needs = stopped(cached_lookup(&dir, path, follow))
                 .unwrap_or_else(|| panic!("{path} (follow: {follow}) stops the call"));
-            assert!(!needs.sticky, "{path}");
+            assert!(!needs.counts, "{path}");
         }
     }
 
@@ -529,7 +530,7 @@ mod tests {
         let err = stop("sync", true);
         let needs = needs_blocking(&err.context("wrapped")).expect("found through context");
         assert_eq!(needs.op, "sync");
-        assert!(needs.sticky);
+        assert!(needs.counts);
         assert!(needs_blocking(&wasmtime::Error::msg("a trap")).is_none());
     }
 

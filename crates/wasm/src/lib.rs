@@ -60,7 +60,7 @@
 //! `load.rs`, the compiled cache in `cache.rs`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::Semaphore;
@@ -464,6 +464,7 @@ impl WasmTaskStoreBuilder {
             max_idle: self.max_instances,
             // Inline calls need `RESOLVE_CACHED` and `RWF_NOWAIT` to never wait.
             inline_gets: AtomicBool::new(cfg!(target_os = "linux")),
+            inline_stops: AtomicU32::new(0),
         };
         // Instantiate once now: a component whose start-up traps or loops is refused here. On a
         // thread of its own: `configure` may do WASI I/O, which blocks on a Tokio runtime, and
@@ -631,7 +632,10 @@ impl WasmTaskStore {
                 // Nothing was changed: run it again where it may block, by the same deadline.
                 Err(needs) => {
                     tracing::debug!(component = %self.inner.name, "{needs}");
-                    if needs.sticky {
+                    if needs.counts
+                        && self.inner.inline_stops.fetch_add(1, Ordering::Relaxed) + 1
+                            >= pool::MAX_INLINE_STOPS
+                    {
                         self.inner.inline_gets.store(false, Ordering::Relaxed);
                     }
                     deadline = Some(at);

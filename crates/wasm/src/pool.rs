@@ -10,7 +10,7 @@ use crate::message::sanitize;
 use crate::quota::{DiskQuota, QuotaHandle};
 use crate::{Limits, stderr_log};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::Semaphore;
@@ -39,10 +39,19 @@ pub(crate) struct Inner {
     pub(crate) permits: Arc<Semaphore>,
     /// The most instances kept idle between calls (the same as the permits).
     pub(crate) max_idle: usize,
-    /// Whether `get`s run on the caller's task ([`crate::inline`]): until one needed a blocking
-    /// thread.
+    /// Whether `get`s run on the caller's task ([`crate::inline`]): until
+    /// [`MAX_INLINE_STOPS`] of them asked for something never done there.
     pub(crate) inline_gets: AtomicBool,
+    /// How many `get`s running inline asked for something never done there (not counting what
+    /// the kernel's cache decided).
+    pub(crate) inline_stops: AtomicU32,
 }
+
+/// After this many `get`s asked for something never done on an async worker, a store's `get`s
+/// run on the blocking pool directly. Not after the first: a component may do one-time work
+/// (a sweep, a directory to create) in its first call, and an instance created on the blocking
+/// pool does it there, so such a component stops at most once per instance made idle at load.
+pub(crate) const MAX_INLINE_STOPS: u32 = 3;
 
 pub(crate) struct Instance {
     pub(crate) store: Store<Host>,
