@@ -711,3 +711,25 @@ fn gets_that_keep_writing_go_to_the_blocking_pool_after_three() {
     );
     runtime.block_on(still_serves(&store));
 }
+
+/// A caller that stops waiting for a `get` running on its own thread stops the guest with it:
+/// the instance is dropped mid-call, its permit comes back at once, and the store keeps serving
+/// (with one instance allowed, the next call does not wait for the abandoned one's deadline).
+#[tokio::test(flavor = "current_thread")]
+async fn a_get_abandoned_on_the_callers_thread_stops_and_frees_its_instance() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = hostile()
+        .dir(tmp.path())
+        .timeout(Duration::from_secs(60))
+        .max_instances(1)
+        .build()
+        .unwrap();
+    let abandoned = tokio::time::timeout(Duration::from_millis(50), store.get("loop")).await;
+    assert!(
+        abandoned.is_err(),
+        "the looping call cannot finish in 50 ms"
+    );
+    tokio::time::timeout(Duration::from_secs(20), still_serves(&store))
+        .await
+        .expect("the abandoned guest stopped with its caller and freed its instance");
+}

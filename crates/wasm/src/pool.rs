@@ -214,8 +214,9 @@ impl Inner {
     /// may do any file I/O.
     pub(crate) async fn instantiate(&self) -> Result<Instance, StoreError> {
         let mut wasi = WasiCtxBuilder::new();
-        // Calls already run on a blocking thread: let file I/O happen right there instead of
-        // bouncing every syscall through another thread. Must precede `preopened_dir`.
+        // Calls run where file I/O may happen (a blocking thread, or a worker within what
+        // `crate::inline` lets through): let it happen right there instead of bouncing every
+        // syscall through another thread. Must precede `preopened_dir`.
         wasi.allow_blocking_current_thread(true);
         wasi.allow_tcp(false)
             .allow_udp(false)
