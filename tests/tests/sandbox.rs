@@ -591,21 +591,14 @@ fn a_get_needs_no_blocking_thread() {
         // disk, and goes to the pool; once looked up, it is cached like a hit.
         assert_eq!(runtime.block_on(store.get("missing")).unwrap(), None);
         runtime.block_on(store.save(&saved)).unwrap();
-        let (started, holding) = std::sync::mpsc::channel();
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        let blocker = runtime.spawn_blocking(move || {
-            started.send(()).unwrap();
-            let _ = held.recv();
-        });
-        holding.recv().unwrap();
-        let got = runtime.block_on(async {
-            tokio::time::timeout(Duration::from_secs(20), async {
-                (store.get("inline-1").await, store.get("missing").await)
+        let got = with_the_pool_held(&runtime, || {
+            runtime.block_on(async {
+                tokio::time::timeout(Duration::from_secs(20), async {
+                    (store.get("inline-1").await, store.get("missing").await)
+                })
+                .await
             })
-            .await
         });
-        release.send(()).unwrap();
-        runtime.block_on(blocker).unwrap();
         let (found, missing) = got
             .unwrap_or_else(|_| panic!("{name}: the get waited for the runtime's blocking thread"));
         assert_eq!(found.unwrap(), Some(saved.clone()), "{name}");
@@ -645,7 +638,7 @@ async fn a_get_computing_for_ever_shares_the_callers_thread_until_its_deadline()
 
 /// A `get` that writes cannot run on the caller's thread (a write may wait for the disk): it is
 /// stopped before its first write and run again on a blocking thread, where it writes once and
-/// answers; the store's later `get`s go there directly.
+/// answers.
 #[tokio::test(flavor = "current_thread")]
 async fn a_get_that_writes_is_run_again_on_a_blocking_thread() {
     let tmp = tempfile::tempdir().unwrap();
@@ -667,8 +660,9 @@ async fn a_get_that_writes_is_run_again_on_a_blocking_thread() {
     still_serves(&store).await;
 }
 
-/// Whether `store.get(id)` answers while the runtime's only blocking thread is held.
-fn answers_without_the_pool(runtime: &tokio::runtime::Runtime, store: &WasmTaskStore) -> bool {
+/// `f`'s answer, run while the runtime's only blocking thread (`max_blocking_threads(1)`) is
+/// held, so that nothing handed to the blocking pool meanwhile can run.
+fn with_the_pool_held<T>(runtime: &tokio::runtime::Runtime, f: impl FnOnce() -> T) -> T {
     let (started, holding) = std::sync::mpsc::channel();
     let (release, held) = std::sync::mpsc::channel::<()>();
     let blocker = runtime.spawn_blocking(move || {
@@ -676,14 +670,21 @@ fn answers_without_the_pool(runtime: &tokio::runtime::Runtime, store: &WasmTaskS
         let _ = held.recv();
     });
     holding.recv().unwrap();
-    let answered = runtime.block_on(async {
-        tokio::time::timeout(Duration::from_secs(1), store.get("nothing"))
-            .await
-            .is_ok()
-    });
+    let answer = f();
     release.send(()).unwrap();
     runtime.block_on(blocker).unwrap();
-    answered
+    answer
+}
+
+/// Whether `store.get(id)` answers while the runtime's only blocking thread is held.
+fn answers_without_the_pool(runtime: &tokio::runtime::Runtime, store: &WasmTaskStore) -> bool {
+    with_the_pool_held(runtime, || {
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(1), store.get("nothing"))
+                .await
+                .is_ok()
+        })
+    })
 }
 
 /// A store whose `get`s keep asking for what is never done on the caller's thread (here, a
