@@ -49,15 +49,17 @@
 //! What the host promises in return: a component that exceeds a limit, traps, or answers with
 //! something that is not the Task asked for gets a typed error for that call
 //! ([`StoreError::LimitExceeded`], [`StoreError::Component`]); the instance is discarded, never
-//! reused; the store keeps serving with fresh instances. Calls run on Tokio's blocking pool on
-//! one of at most `max_instances` pooled instances, so async worker threads never run guest code
-//! or wait on its file I/O.
+//! reused; the store keeps serving with fresh instances. Calls run on one of at most
+//! `max_instances` pooled instances, on Tokio's blocking pool, except a `get` (on Linux), which
+//! runs on the caller's async worker as long as it only computes (yielding every epoch tick) or
+//! reads what the kernel has cached, and is moved to the pool before anything that would wait:
+//! guest code never holds a worker, and a worker never waits on its file I/O (`inline.rs`).
 //!
 //! This crate is the sandbox host only: the trait, `Task` and the errors come from
 //! `toolnexus-core`, and `toolnexus::resolve_store` hands it every `wasm:` selector
 //! ([`builder_from_selector`]). Where to look: the two contract versions' bindings and calls in
-//! `contract.rs`, the instance pool and its limits in `pool.rs`, loading and checks in
-//! `load.rs`, the compiled cache in `cache.rs`.
+//! `contract.rs`, the instance pool and its limits in `pool.rs`, calls on the caller's thread in
+//! `inline.rs`, loading and checks in `load.rs`, the compiled cache in `cache.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
