@@ -11,12 +11,15 @@
 //!   deadline ([`crate::pool`]); a clock wait is an async sleep.
 //! - **Reads:** a name is resolved only if the kernel has it cached (`openat2` with
 //!   `RESOLVE_CACHED` before `open-at`, `stat-at`, `readlink-at` and `metadata-hash-at`;
-//!   anything but a regular file or a directory, such as a FIFO whose open would wait, counts as
-//!   uncached), and file bytes are read with `preadv2(RWF_NOWAIT)` ([`InlineReads`]). `stat` of
-//!   an open descriptor never waits.
-//! - **Everything else that touches the disk** (writes, `set-size`, `set-times`, syncs,
-//!   creates, truncates, renames, unlinks, new directories, write streams, `read-directory`,
-//!   positional `read`) is never done inline.
+//!   anything but a regular file, a directory or a link not followed, such as a FIFO whose open
+//!   would wait, counts as uncached, and so do a followed link and `..`, which the kernel does
+//!   not resolve from its cache alone), and file bytes are read with `preadv2(RWF_NOWAIT)`
+//!   ([`InlineReads`]). `stat` of an open descriptor never waits. What "cached" means is the
+//!   kernel's judgement: a read it completes within the call may have touched the disk.
+//! - **Everything else that touches the disk** (writes, also through a write stream kept from
+//!   an earlier call, `set-size`, `set-times`, syncs, creates, truncates, renames, unlinks, new
+//!   directories, new write streams, listing a directory, positional `read`) is never done
+//!   inline.
 //!
 //! Where a call on a worker would wait, the host stops it before doing any of it, with
 //! [`NeedsBlocking`], drops the instance, and runs the call again on the blocking pool under
@@ -34,9 +37,9 @@ use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    Filesize, HostDescriptor, NewTimestamp, PathFlags,
+    Filesize, HostDescriptor, HostDirectoryEntryStream, NewTimestamp, PathFlags,
 };
-use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, StreamError};
+use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, ReaddirIterator, StreamError};
 
 /// Whether the instance's call in progress runs on an async worker; shared with its file
 /// streams.
@@ -246,6 +249,21 @@ pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             })
         },
     )?;
+    // A directory stream made in an earlier call (on a blocking thread) and kept: reading it
+    // lists the directory.
+    types.func_wrap_async(
+        "[method]directory-entry-stream.read-directory-entry",
+        |mut cx: StoreContextMut<'_, Host>, (stream,): (Resource<ReaddirIterator>,)| {
+            Box::new(async move {
+                let host = cx.data_mut();
+                check(host, "read-directory-entry")?;
+                let result =
+                    HostDirectoryEntryStream::read_directory_entry(&mut host.filesystem(), stream)
+                        .await;
+                crate::quota::answer(host, result)
+            })
+        },
+    )?;
     types.func_wrap_async(
         "[method]descriptor.read",
         |mut cx: StoreContextMut<'_, Host>,
@@ -418,8 +436,8 @@ impl InputStream for InlineReads {
 /// A file's output stream at a position that writes on the thread of the call, where
 /// wasmtime-wasi's own file stream hands every non-blocking `write` (the one the guest's libc
 /// uses) to Tokio's blocking pool and back: two thread switches per write, tens of
-/// microseconds each on a small VM, twice per save. Write streams are only made on a blocking
-/// thread ([`check`]), so the write is done in place. What the guest sees is the same: the
+/// microseconds each on a small VM, twice per save. Write streams are only made, and written,
+/// on a blocking thread ([`check`]), so the write is done in place. What the guest sees is the same: the
 /// bytes land at the stream's position, in order, before `write` returns; a failed write fails
 /// with its I/O error (mapped to the WASI error code, such as `insufficient-space`) and closes
 /// the stream.
@@ -427,6 +445,9 @@ impl InputStream for InlineReads {
 pub(crate) struct InlineWrites {
     pub(crate) file: Arc<std::fs::File>,
     pub(crate) position: u64,
+    /// A stream made in one call may be kept for a later one, which may run inline: a write
+    /// there stops the call like any other write.
+    pub(crate) inline: InlineFlag,
     pub(crate) closed: bool,
 }
 
@@ -444,6 +465,9 @@ impl OutputStream for InlineWrites {
         use std::os::unix::fs::FileExt;
         if self.closed {
             return Err(StreamError::Closed);
+        }
+        if self.inline.get() {
+            return Err(StreamError::Trap(stop("a write", true)));
         }
         match self.file.write_all_at(&bytes, self.position) {
             Ok(()) => {
@@ -554,6 +578,30 @@ mod tests {
         assert_eq!(&rest[..], &data[10 + CHUNK..]);
         assert!(matches!(reads.read_here(1), Err(StreamError::Closed)));
         assert!(matches!(reads.read_here(1), Err(StreamError::Closed)));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_write_stream_kept_for_a_call_running_inline_stops_it_before_writing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("data");
+        std::fs::write(&path, b"").unwrap();
+        let inline = InlineFlag::default();
+        let mut writes = InlineWrites {
+            file: Arc::new(std::fs::OpenOptions::new().write(true).open(&path).unwrap()),
+            position: 0,
+            inline: inline.clone(),
+            closed: false,
+        };
+        writes
+            .write(Bytes::from_static(b"on a blocking thread"))
+            .unwrap();
+        inline.set(true);
+        match writes.write(Bytes::from_static(b" and inline")) {
+            Err(StreamError::Trap(e)) => assert!(needs_blocking(&e).is_some_and(|n| n.counts)),
+            other => panic!("a write inline must stop the call: {other:?}"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), b"on a blocking thread");
     }
 
     #[cfg(target_os = "linux")]

@@ -564,6 +564,7 @@ fn counted_stream(
         inner = Box::new(inline::InlineWrites {
             file: Arc::clone(file),
             position,
+            inline: host.inline.clone(),
             closed: false,
         });
     }
