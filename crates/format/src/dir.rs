@@ -859,17 +859,9 @@ fn read_small<const N: usize>(file: &mut File) -> io::Result<Vec<u8>> {
 /// place right now, or cut short by a power loss under relaxed durability).
 fn read_record(path: &Path) -> RecordRead {
     match open_regular(path) {
-        Ok(mut file) => record_in(&mut file),
-        Err(_) => RecordRead::Missing,
+        Ok(mut file) if file.metadata().is_ok_and(|m| m.is_file()) => record_text_in(&mut file),
+        _ => RecordRead::Missing,
     }
-}
-
-/// What the open version record `file` holds (see [`read_record`]).
-fn record_in(file: &mut File) -> RecordRead {
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return RecordRead::Missing;
-    }
-    record_text_in(file)
 }
 
 /// What the regular file `file` holds, read as a version record.

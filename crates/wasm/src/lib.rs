@@ -645,10 +645,9 @@ impl WasmTaskStore {
             }
         }
         let inner = Arc::clone(&self.inner);
-        let runtime = tokio::runtime::Handle::current();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            runtime.block_on(async {
+            wasmtime_wasi::runtime::in_tokio(async {
                 let instance = match inner.take_idle() {
                     Some(instance) => instance,
                     None => inner.instantiate().await?,
@@ -716,12 +715,11 @@ async fn attempt<T>(
                 _ => inner.wit_error(e),
             })
         }
-        Err(trap) if inline => match inline::needs_blocking(&trap) {
+        // The instance may be in any state after a trap: drop it.
+        Err(trap) => match inline::needs_blocking(&trap) {
             Some(needs) => return Err(needs),
             None => Err(inner.trap_error(&instance, trap)),
         },
-        // The instance may be in any state after a trap: drop it.
-        Err(trap) => Err(inner.trap_error(&instance, trap)),
     })
 }
 
