@@ -240,6 +240,7 @@ impl Record {
     /// in-place write fails it.
     fn check(self) -> String {
         use sha2::{Digest, Sha256};
+        use std::fmt::Write as _;
         let digest = Sha256::digest(
             format!(
                 "{} {} {}",
@@ -247,24 +248,45 @@ impl Record {
             )
             .as_bytes(),
         );
-        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+        digest[..8]
+            .iter()
+            .fold(String::with_capacity(16), |mut hex, b| {
+                let _ = write!(hex, "{b:02x}");
+                hex
+            })
     }
 
     /// A record's text: `None` unless it parses and (when it has one, as every record since
     /// in-place writes does) its check holds.
     fn parse(text: &str) -> Option<Record> {
-        let v: serde_json::Value = serde_json::from_str(text).ok()?;
-        (v.get("format")?.as_u64()? == 1).then_some(())?;
+        /// The record's fields, read straight into their types (no JSON tree). Unknown members
+        /// are ignored; a `check` that is present must be a string.
+        #[derive(serde::Deserialize)]
+        struct Line {
+            format: u64,
+            version: u64,
+            size: u64,
+            mtime_ns: i64,
+            #[serde(default, deserialize_with = "present_string")]
+            check: Option<String>,
+        }
+        fn present_string<'de, D: serde::Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<String>, D::Error> {
+            <String as serde::Deserialize>::deserialize(d).map(Some)
+        }
+        let line: Line = serde_json::from_str(text).ok()?;
+        (line.format == 1).then_some(())?;
         let record = Record {
-            version: v.get("version")?.as_u64()?,
+            version: line.version,
             stamp: Stamp {
-                size: v.get("size")?.as_u64()?,
-                mtime_ns: i128::from(v.get("mtime_ns")?.as_i64()?),
+                size: line.size,
+                mtime_ns: i128::from(line.mtime_ns),
             },
         };
-        match v.get("check") {
+        match line.check {
             None => Some(record),
-            Some(check) => (check.as_str()? == record.check()).then_some(record),
+            Some(check) => (check == record.check()).then_some(record),
         }
     }
 
@@ -396,7 +418,7 @@ impl DirStore {
         ) {
             Ok(fd) => fd,
             Err(Errno::NOENT) => return Some(Ok(None)),
-            Err(Errno::LOOP) => return corrupt(not_regular_link()),
+            Err(Errno::LOOP) => return corrupt(not_regular(Kind::Link)),
             // EAGAIN: not all cached. ENOSYS, EINVAL: a kernel before 5.12. Anything else:
             // the blocking read reports it the way it always does.
             Err(_) => return None,
@@ -404,7 +426,7 @@ impl DirStore {
         let file = File::from(fd);
         let meta = file.metadata().ok()?;
         if !meta.is_file() {
-            return corrupt(not_regular(meta.file_type()));
+            return corrupt(not_regular(Kind::of(meta.file_type())));
         }
         if meta.len() > NOWAIT_READ_MAX_BYTES {
             return None;
@@ -858,18 +880,23 @@ fn read_small<const N: usize>(file: &mut File) -> io::Result<Vec<u8>> {
 /// `Unsettled` if it does not read as a record whose check holds (torn by a save writing it in
 /// place right now, or cut short by a power loss under relaxed durability).
 fn read_record(path: &Path) -> RecordRead {
-    match open_regular(path) {
-        Ok(mut file) if file.metadata().is_ok_and(|m| m.is_file()) => record_text_in(&mut file),
-        _ => RecordRead::Missing,
+    match open_for_read(path) {
+        Ok(file) => record_in(file.read_up_to(RECORD_READ_BYTES as u64)),
+        Err(_) => RecordRead::Missing,
     }
 }
 
+/// The most of a version record that is read: twice the length of one this store writes.
+const RECORD_READ_BYTES: usize = 2 * RECORD_LEN;
+
 /// What the regular file `file` holds, read as a version record.
 fn record_text_in(file: &mut File) -> RecordRead {
-    let Some(text) = read_small::<256>(file)
-        .ok()
-        .and_then(|bytes| String::from_utf8(bytes).ok())
-    else {
+    record_in(read_small::<RECORD_READ_BYTES>(file))
+}
+
+/// The first bytes of a version record, read as one.
+fn record_in(bytes: io::Result<Vec<u8>>) -> RecordRead {
+    let Some(text) = bytes.ok().and_then(|bytes| String::from_utf8(bytes).ok()) else {
         return RecordRead::Unsettled;
     };
     match Record::parse(&text) {
@@ -1002,37 +1029,23 @@ fn read_text(path: &Path) -> Result<Option<(String, Stamp)>, DirError> {
             source,
         }),
     };
-    let mut file = match open_regular(path) {
+    let file = match open_for_read(path) {
         Ok(file) => file,
         Err(Refused::Io(e)) => return io_error(e),
         Err(Refused::Kind(kind)) => return Err(corrupt(not_regular(kind))),
-        Err(Refused::Link) => {
-            return Err(corrupt(not_regular_link()));
-        }
     };
-    let meta = file.metadata().map_err(|source| DirError::Io {
-        op: "read",
-        file: path.to_path_buf(),
-        source,
-    })?;
-    if !meta.is_file() {
-        return Err(corrupt(not_regular(meta.file_type())));
+    let stamp = file.stamp;
+    if stamp.size > MAX_TASK_FILE_BYTES {
+        return Err(corrupt(too_large(stamp.size)));
     }
-    if meta.len() > MAX_TASK_FILE_BYTES {
-        return Err(corrupt(too_large(meta.len())));
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
     // At most one byte past the cap, in case the file grew since it was looked at.
-    if let Err(e) = (&mut file)
-        .take(MAX_TASK_FILE_BYTES + 1)
-        .read_to_end(&mut bytes)
-    {
-        return io_error(e);
-    }
+    let bytes = match file.read_up_to(MAX_TASK_FILE_BYTES + 1) {
+        Ok(bytes) => bytes,
+        Err(e) => return io_error(e),
+    };
     if bytes.len() as u64 > MAX_TASK_FILE_BYTES {
         return Err(corrupt(too_large(bytes.len() as u64)));
     }
-    let stamp = Stamp::of(&meta);
     String::from_utf8(bytes)
         .map(|text| Some((text, stamp)))
         .map_err(|e| corrupt(format!("not UTF-8 ({e})")))
@@ -1053,17 +1066,11 @@ fn check_task_file(id: &str, path: &Path, text: String) -> Result<String, DirErr
     Ok(text)
 }
 
-fn not_regular_link() -> String {
-    "is a symbolic link, which is never followed".into()
-}
-
-fn not_regular(kind: fs::FileType) -> String {
-    let what = if kind.is_symlink() {
-        "a symbolic link, which is never followed"
-    } else if kind.is_dir() {
-        "a directory"
-    } else {
-        "not a regular file (a FIFO, a socket or a device)"
+fn not_regular(kind: Kind) -> String {
+    let what = match kind {
+        Kind::Link => "a symbolic link, which is never followed",
+        Kind::Dir => "a directory",
+        Kind::Other => "not a regular file (a FIFO, a socket or a device)",
     };
     format!("is {what}")
 }
@@ -1072,15 +1079,83 @@ fn too_large(size: u64) -> String {
     format!("is {size} bytes, over the largest Task file read ({MAX_TASK_FILE_BYTES} bytes)")
 }
 
-/// Why [`open_regular`] did not open a file.
-enum Refused {
-    Io(io::Error),
-    /// Not a regular file: what it is instead (found before opening, inside a component).
-    #[cfg_attr(unix, allow(dead_code))]
-    Kind(fs::FileType),
-    /// A symbolic link (found by the open, natively).
-    #[cfg_attr(not(unix), allow(dead_code))]
+/// What a name that is not a regular file is instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
     Link,
+    Dir,
+    Other,
+}
+
+impl Kind {
+    fn of(kind: fs::FileType) -> Kind {
+        if kind.is_symlink() {
+            Kind::Link
+        } else if kind.is_dir() {
+            Kind::Dir
+        } else {
+            Kind::Other
+        }
+    }
+}
+
+/// Why [`open_for_read`] did not open a file.
+pub(crate) enum Refused {
+    Io(io::Error),
+    /// Not a regular file.
+    Kind(Kind),
+}
+
+/// A regular file opened for reading, with its stamp when it was opened.
+struct Readable {
+    stamp: Stamp,
+    file: ReadableFile,
+}
+
+enum ReadableFile {
+    Std(File),
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    Wasi(crate::wasi_read::WasiFile),
+}
+
+impl Readable {
+    /// At most `limit` bytes from the start of the file.
+    fn read_up_to(self, limit: u64) -> io::Result<Vec<u8>> {
+        match self.file {
+            ReadableFile::Std(file) => {
+                let mut bytes = Vec::with_capacity(self.stamp.size.min(limit) as usize);
+                file.take(limit).read_to_end(&mut bytes)?;
+                Ok(bytes)
+            }
+            #[cfg(all(target_os = "wasi", target_env = "p2"))]
+            ReadableFile::Wasi(file) => file.read_up_to(limit),
+        }
+    }
+}
+
+/// Opens `path` for reading if it is a regular file: never through a final symbolic link, and
+/// never blocking on a FIFO. Natively one open (`O_NOFOLLOW | O_NONBLOCK`) and one `fstat`;
+/// inside a component through `wasi:filesystem` directly ([`crate::wasi_read`]).
+fn open_for_read(path: &Path) -> Result<Readable, Refused> {
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    if let Some(opened) = crate::wasi_read::open(path) {
+        return opened.map(|file| Readable {
+            stamp: Stamp {
+                size: file.stat.size,
+                mtime_ns: file.mtime_ns(),
+            },
+            file: ReadableFile::Wasi(file),
+        });
+    }
+    let file = open_regular(path)?;
+    let meta = file.metadata().map_err(Refused::Io)?;
+    if !meta.is_file() {
+        return Err(Refused::Kind(Kind::of(meta.file_type())));
+    }
+    Ok(Readable {
+        stamp: Stamp::of(&meta),
+        file: ReadableFile::Std(file),
+    })
 }
 
 /// Opens for reading without following a final symbolic link and without blocking on a FIFO;
@@ -1093,7 +1168,7 @@ fn open_regular(path: &Path) -> Result<File, Refused> {
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
         .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) => Refused::Link,
+            Some(libc::ELOOP) => Refused::Kind(Kind::Link),
             _ => Refused::Io(e),
         })
 }
@@ -1105,7 +1180,7 @@ fn open_regular(path: &Path) -> Result<File, Refused> {
 fn open_regular(path: &Path) -> Result<File, Refused> {
     let kind = fs::symlink_metadata(path).map_err(Refused::Io)?.file_type();
     if !kind.is_file() {
-        return Err(Refused::Kind(kind));
+        return Err(Refused::Kind(Kind::of(kind)));
     }
     File::open(path).map_err(Refused::Io)
 }
@@ -1533,6 +1608,46 @@ mod tests {
             !dir.path().join(".~c.l").exists(),
             "a read never takes the lock"
         );
+    }
+
+    #[test]
+    fn only_a_record_of_the_documented_shape_is_read() {
+        let record = Record {
+            version: 7,
+            stamp: Stamp {
+                size: 12,
+                mtime_ns: -3,
+            },
+        };
+        let line = record.to_text();
+        assert_eq!(Record::parse(&line), Some(record));
+        let check = record.check();
+        assert_eq!(check.len(), 16);
+        // Members in any order, and members it does not know, are fine.
+        let reordered = format!(
+            r#"{{"check":"{check}","mtime_ns":-3,"size":12,"extra":[1],"version":7,"format":1}}"#
+        );
+        assert_eq!(Record::parse(&reordered), Some(record));
+        // Written before records had checks.
+        let unchecked = r#"{"format":1,"version":7,"size":12,"mtime_ns":-3}"#;
+        assert_eq!(Record::parse(unchecked), Some(record));
+        for bad in [
+            // A check must be a string when it is there.
+            r#"{"format":1,"version":7,"size":12,"mtime_ns":-3,"check":null}"#.to_owned(),
+            r#"{"format":1,"version":7,"size":12,"mtime_ns":-3,"check":7}"#.to_owned(),
+            // Another format, a missing or mistyped field, a field out of range.
+            line.replacen(r#""format":1"#, r#""format":2"#, 1),
+            line.replacen(r#""size":12,"#, "", 1),
+            line.replacen(r#""version":7"#, r#""version":"7""#, 1),
+            line.replacen(r#""version":7"#, r#""version":-7"#, 1),
+            line.replacen(r#""version":7"#, r#""version":7.0"#, 1),
+            line.replacen(r#""mtime_ns":-3"#, r#""mtime_ns":9223372036854775808"#, 1),
+            // Not JSON, or cut short.
+            line[..line.len() / 2].to_owned(),
+            "not a record".to_owned(),
+        ] {
+            assert_eq!(Record::parse(&bad), None, "{bad}");
+        }
     }
 
     /// Lock-free readers beside a writer: the version read is never newer than the text read

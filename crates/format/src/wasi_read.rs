@@ -1,0 +1,150 @@
+//! Reading a file inside a `wasm32-wasip2` component through `wasi:filesystem` directly.
+//!
+//! `std::fs` reaches the host through wasi-libc, where every `stat` is two host calls (`stat`
+//! and `metadata-hash`, which only fills in an inode number) and an open is preceded by a
+//! `stat-at` of its own. A read through here is one `stat-at` of the name (not followed), one
+//! `open-at`, one `stat` of what was opened and its bytes through a stream: half the host
+//! calls, and half the system calls behind them, of the same read through `std::fs`. Reads are
+//! what a component's `get` does, which runs on the host's async workers when it can
+//! (`docs/security.md`, "Where calls run"), so that is where it counts.
+//!
+//! Only reads go this way; writes, renames and syncs stay on `std::fs`. A path beneath no
+//! preopened directory is left to `std::fs` too ([`open`] returns `None`).
+
+use crate::dir::{Kind, Refused};
+use std::io;
+use std::path::Path;
+use wasip2::filesystem::preopens;
+use wasip2::filesystem::types::{
+    Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+};
+use wasip2::io::streams::StreamError;
+
+thread_local! {
+    /// The preopened directories, asked for once per instance (each ask makes new handles).
+    static PREOPENS: Vec<(Descriptor, String)> = preopens::get_directories();
+}
+
+/// A regular file opened for reading, with what `stat` said of it when it was opened.
+pub(crate) struct WasiFile {
+    file: Descriptor,
+    pub(crate) stat: DescriptorStat,
+}
+
+impl WasiFile {
+    /// The file's modification time in nanoseconds since the epoch, as `std::fs::Metadata`
+    /// reports it inside a component (wasi-libc fills `st_mtim` from the same field, with 0
+    /// where the host keeps none).
+    pub(crate) fn mtime_ns(&self) -> i128 {
+        self.stat.data_modification_timestamp.map_or(0, |t| {
+            i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanoseconds)
+        })
+    }
+
+    /// At most `limit` bytes from the start of the file.
+    pub(crate) fn read_up_to(&self, limit: u64) -> io::Result<Vec<u8>> {
+        let stream = self.file.read_via_stream(0).map_err(to_io)?;
+        let mut bytes = Vec::with_capacity(self.stat.size.saturating_add(1).min(limit) as usize);
+        while (bytes.len() as u64) < limit {
+            // The rest of the file as `stat` saw it and one byte more, so the end is seen in
+            // two reads (the second asks for that one byte); then, if the file grew, 64 KiB at a
+            // time. The host fills a buffer of the size asked for: never ask for much more than
+            // there is.
+            let rest = self
+                .stat
+                .size
+                .saturating_add(1)
+                .saturating_sub(bytes.len() as u64);
+            let want = (limit - bytes.len() as u64).min(if rest > 0 { rest } else { 64 << 10 });
+            match stream.blocking_read(want) {
+                // `blocking-read` answers at least one byte unless the stream has ended.
+                Ok(chunk) if chunk.is_empty() => break,
+                Ok(chunk) => bytes.extend_from_slice(&chunk),
+                Err(StreamError::Closed) => break,
+                Err(StreamError::LastOperationFailed(e)) => {
+                    return Err(io::Error::other(e.to_debug_string()));
+                }
+            }
+        }
+        Ok(bytes)
+    }
+}
+
+/// Opens `path` for reading if it is a regular file, never following a link and never opening
+/// anything else (a FIFO is refused before it is opened, so the open cannot block on it).
+/// `None` if `path` is beneath no preopened directory.
+pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
+    PREOPENS.with(|preopens| {
+        // The longest preopen the path is beneath, as wasi-libc resolves it.
+        let (dir, rel) = preopens
+            .iter()
+            .filter_map(|(dir, name)| Some((dir, name, path.strip_prefix(name).ok()?)))
+            .max_by_key(|(_, name, _)| name.len())
+            .map(|(dir, _, rel)| (dir, rel))?;
+        let rel = match rel.to_str()? {
+            "" => ".",
+            rel => rel,
+        };
+        Some(open_beneath(dir, rel))
+    })
+}
+
+fn open_beneath(dir: &Descriptor, rel: &str) -> Result<WasiFile, Refused> {
+    let named = dir
+        .stat_at(PathFlags::empty(), rel)
+        .map_err(|e| Refused::Io(to_io(e)))?;
+    regular(named.type_)?;
+    let file = dir
+        .open_at(
+            PathFlags::empty(),
+            rel,
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .map_err(|e| match e {
+            // Replaced by a link between the two steps.
+            ErrorCode::Loop => Refused::Kind(Kind::Link),
+            e => Refused::Io(to_io(e)),
+        })?;
+    let stat = file.stat().map_err(|e| Refused::Io(to_io(e)))?;
+    regular(stat.type_)?;
+    Ok(WasiFile { file, stat })
+}
+
+fn regular(kind: DescriptorType) -> Result<(), Refused> {
+    match kind {
+        DescriptorType::RegularFile => Ok(()),
+        DescriptorType::SymbolicLink => Err(Refused::Kind(Kind::Link)),
+        DescriptorType::Directory => Err(Refused::Kind(Kind::Dir)),
+        _ => Err(Refused::Kind(Kind::Other)),
+    }
+}
+
+/// The error as `std::fs` would have reported it: wasi-libc's errno for the code, so messages
+/// and [`io::ErrorKind`]s read the same whichever way a file was read.
+fn to_io(code: ErrorCode) -> io::Error {
+    let errno = match code {
+        ErrorCode::Access => libc::EACCES,
+        ErrorCode::WouldBlock => libc::EAGAIN,
+        ErrorCode::Busy => libc::EBUSY,
+        ErrorCode::Exist => libc::EEXIST,
+        ErrorCode::FileTooLarge => libc::EFBIG,
+        ErrorCode::Interrupted => libc::EINTR,
+        ErrorCode::Invalid => libc::EINVAL,
+        ErrorCode::Io => libc::EIO,
+        ErrorCode::IsDirectory => libc::EISDIR,
+        ErrorCode::Loop => libc::ELOOP,
+        ErrorCode::NameTooLong => libc::ENAMETOOLONG,
+        ErrorCode::NoEntry => libc::ENOENT,
+        ErrorCode::InsufficientMemory => libc::ENOMEM,
+        ErrorCode::InsufficientSpace => libc::ENOSPC,
+        ErrorCode::NotDirectory => libc::ENOTDIR,
+        ErrorCode::Unsupported => libc::ENOTSUP,
+        ErrorCode::NotPermitted => libc::EPERM,
+        ErrorCode::ReadOnly => libc::EROFS,
+        ErrorCode::Quota => libc::EDQUOT,
+        ErrorCode::BadDescriptor => libc::EBADF,
+        other => return io::Error::other(format!("{} ({})", other.message(), other.name())),
+    };
+    io::Error::from_raw_os_error(errno)
+}
