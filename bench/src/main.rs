@@ -53,6 +53,10 @@ struct Args {
     /// throwaway one). Without it, that store is skipped. It writes to a table of its own.
     #[arg(long, env = "TOOLNEXUS_BENCH_POSTGRES_URL")]
     postgres: Option<String>,
+    /// Only the concurrent-save rows (8 and 64 callers), with `--iterations` saves per caller
+    /// count: for comparing two builds on them without the other rows' disk traffic before.
+    #[arg(long)]
+    concurrent_only: bool,
 }
 
 /// A store's name and durability, as shown in the table.
@@ -509,9 +513,11 @@ async fn main() -> Result<()> {
     let dir = tmp.path();
 
     let mut records = Vec::new();
-    eprintln!("measuring the syscall floor…");
-    measure_floor(&mut records, dir, &sizes)?;
-    measure_handoff(&mut records, n).await?;
+    if !args.concurrent_only {
+        eprintln!("measuring the syscall floor…");
+        measure_floor(&mut records, dir, &sizes)?;
+        measure_handoff(&mut records, n).await?;
+    }
     let mut stores: Vec<(Label, Arc<dyn TaskStore>)> = vec![
         (("memory", "none"), Arc::new(InMemoryTaskStore::new())),
         (
@@ -556,9 +562,11 @@ async fn main() -> Result<()> {
              TOOLNEXUS_BENCH_POSTGRES_URL)"
         ),
     }
-    for (label, store) in &stores {
-        eprintln!("measuring {} ({})…", label.0, label.1);
-        measure_store(&mut records, *label, store, &sizes).await?;
+    if !args.concurrent_only {
+        for (label, store) in &stores {
+            eprintln!("measuring {} ({})…", label.0, label.1);
+            measure_store(&mut records, *label, store, &sizes).await?;
+        }
     }
     for callers in [8, 64] {
         for (label, store) in &stores {
@@ -566,8 +574,10 @@ async fn main() -> Result<()> {
             records.push(measure_concurrent(*label, store, callers, rounds).await?);
         }
     }
-    eprintln!("measuring component start-up…");
-    measure_component_start(&mut records, dir, 20).await?;
+    if !args.concurrent_only {
+        eprintln!("measuring component start-up…");
+        measure_component_start(&mut records, dir, 20).await?;
+    }
 
     let mut peers_meta = Value::Null;
     if let Some(path) = &args.peers {

@@ -591,9 +591,14 @@ impl DirStore {
         let (temp_path, stamp) = self.write_temp(text.as_bytes())?;
         let mut temps = TempGuard(vec![temp_path.clone()]);
         let lock = self.lock(&lock_name)?;
+        // The Task file this save replaces, held open across the rename (see
+        // [`hold_for_replace`]) and let go only after the lock.
+        let mut replaced = None;
         let result = (|| {
             let (record, in_place) = open_record_for_save(&record_path);
-            let current = match fs::symlink_metadata(&target) {
+            let (found, held) = hold_for_replace(&target);
+            replaced = held;
+            let current = match found {
                 Ok(meta) => Some(Record::version_of(record, Stamp::of(&meta))),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                 Err(source) => {
@@ -652,6 +657,7 @@ impl DirStore {
             Ok(version)
         })();
         self.unlock(lock);
+        drop(replaced);
         result
     }
 
@@ -932,6 +938,35 @@ fn open_record_for_save(path: &Path) -> (RecordRead, Option<File>) {
     let record = record_text_in(&mut file);
     let rewritable = meta.len() == RECORD_LEN as u64 && file.seek(io::SeekFrom::Start(0)).is_ok();
     (record, rewritable.then_some(file))
+}
+
+/// What is at `path` (not followed), and on Linux a handle on it (`O_PATH`: nothing is opened
+/// for reading, so a FIFO or a device behaves as a file) to be kept past a rename over it.
+///
+/// A rename that replaces the last name of a file frees that file inside the rename, while the
+/// kernel holds the directory's lock: its blocks are released there, and on a file system that
+/// discards freed blocks at once (ext4 mounted with `discard`, without a journal) that is a
+/// synchronous device command, which every other save into the directory then waits behind.
+/// Held open, the file is freed when the handle is closed, after the rename, outside that lock.
+fn hold_for_replace(path: &Path) -> (io::Result<fs::Metadata>, Option<File>) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        match fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH | libc::O_NOFOLLOW)
+            .open(path)
+        {
+            Ok(file) => {
+                let meta = file.metadata();
+                return (meta, Some(file));
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return (Err(e), None),
+            // Anything else: look without holding, as elsewhere.
+            Err(_) => {}
+        }
+    }
+    (fs::symlink_metadata(path), None)
 }
 
 /// Atomically replaces `dir/name` with `contents`: a unique temp file in `dir`, written, flushed

@@ -7,6 +7,8 @@
 //! second temp file, no second rename) and flush it; then flush the directory, which makes the
 //! rename durable; and only then exit 0. See `docs/on-disk-format.md`, "Saving". Each file is
 //! written on the thread that then flushes it: no write is handed to another thread and back.
+//! The Task file the rename replaces is held open (`O_PATH`) across the rename and closed after
+//! it, so it is freed outside the directory's lock.
 //!
 //! Needs `strace` (Debian: strace). Without it the test prints `SKIPPED: …` and passes, unless
 //! `TOOLNEXUS_REQUIRE_STRACE=1` (CI), where that is a failure.
@@ -20,7 +22,7 @@ const REQUIRE_ENV: &str = "TOOLNEXUS_REQUIRE_STRACE";
 
 /// The system calls a save's durability depends on.
 const TRACED: &str = "trace=openat,openat2,write,pwrite64,pwritev,pwritev2,fdatasync,fsync,\
-                      rename,renameat,renameat2,unlink,unlinkat";
+                      rename,renameat,renameat2,unlink,unlinkat,close";
 
 /// strace, or `None` (after printing why) when the test may skip.
 fn strace() -> Option<PathBuf> {
@@ -47,7 +49,13 @@ fn strace() -> Option<PathBuf> {
 enum Call {
     Write(String),
     Sync(String),
-    Rename { from: String, to: String },
+    Rename {
+        from: String,
+        to: String,
+    },
+    /// An `O_PATH` open: a handle on a file that reads and writes nothing.
+    Hold(String),
+    Close(String),
 }
 
 /// The call's name and argument list, from a line of `strace -f` (`PID name(args) = result`, or
@@ -89,10 +97,17 @@ fn at_path(dir: &str, name: &str) -> Option<String> {
     Some(format!("{}/{}", fd_path(dir)?.trim_end_matches('/'), name))
 }
 
+/// The path strace resolved for the descriptor a call returned: `= 7</dir/file>`.
+fn returned_path(line: &str) -> Option<String> {
+    fd_path(&line[line.rfind(" = ")?..])
+}
+
 fn parse(line: &str) -> Option<Call> {
     let (name, args) = call_of(line)?;
     let parts: Vec<&str> = args.split(", ").collect();
     match name {
+        "openat" | "openat2" if args.contains("O_PATH") => Some(Call::Hold(returned_path(line)?)),
+        "close" => Some(Call::Close(fd_path(parts[0])?)),
         "write" | "pwrite64" | "pwritev" | "pwritev2" => Some(Call::Write(fd_path(parts[0])?)),
         "fdatasync" | "fsync" => Some(Call::Sync(fd_path(parts[0])?)),
         "rename" => Some(Call::Rename {
@@ -125,6 +140,8 @@ fn absolute(call: Call, cwd: &Path) -> Call {
             from: abs(from),
             to: abs(to),
         },
+        Call::Hold(p) => Call::Hold(abs(p)),
+        Call::Close(p) => Call::Close(abs(p)),
     }
 }
 
@@ -234,6 +251,21 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
     assert!(
         thread(wrote_temp) == thread(synced_temp) && thread(wrote_record) == thread(synced_record),
         "{selector}: each file is written on the thread that flushes it: {traced:#?}"
+    );
+    // The file the rename replaces is freed when the last handle on it closes: held across the
+    // rename, that is after it, outside the directory's lock (see `hold_for_replace` in
+    // `toolnexus-format` and `hold_replaced` in `toolnexus-wasm`).
+    let held = position(&calls, "O_PATH handle on the Task file", |c| {
+        *c == Call::Hold(task.clone())
+    });
+    let released = rename
+        + position(&calls[rename..], "close of the replaced Task file", |c| {
+            *c == Call::Close(task.clone())
+        });
+    assert!(
+        held < rename && rename < released,
+        "{selector}: the replaced Task file is held across the rename and let go after it: \
+         {calls:#?}"
     );
     assert!(
         !calls

@@ -255,6 +255,44 @@ async fn entry_bytes(host: &mut Host, dir: &Resource<Descriptor>, path: &str) ->
     Some(ENTRY_BYTES.saturating_add(len))
 }
 
+/// A handle (`O_PATH`, not followed, resolved beneath `dir`) on what `path` names, to be held
+/// across a rename over it: Linux only, `None` when there is nothing there.
+///
+/// A rename that replaces the last name of a file frees that file inside the rename, while
+/// the kernel holds the directory's lock; on a file system that discards freed blocks at once
+/// (ext4 mounted with `discard`, without a journal) that is a synchronous device command,
+/// which every other writer of the directory (other instances, other stores, the native
+/// store) then waits behind. Held, the file is freed when the handle is dropped, after the
+/// rename, outside that lock. An `O_PATH` handle opens nothing for reading or writing, so a
+/// FIFO or a device there behaves as any file.
+fn hold_replaced(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Option<Held> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        let Ok(Descriptor::Dir(dir)) = host.table.get(dir) else {
+            return None;
+        };
+        rustix::fs::openat2(
+            &*dir.dir,
+            path,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )
+        .ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (host, dir, path);
+        None
+    }
+}
+
+#[cfg(target_os = "linux")]
+type Held = rustix::fd::OwnedFd;
+#[cfg(not(target_os = "linux"))]
+type Held = ();
+
 /// A file the component just created is its owner's alone (0600 on Unix), as the native
 /// store's are, whatever the umask lets through. Best effort: the directory the host creates
 /// is 0700 already.
@@ -508,8 +546,10 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                     } else {
                         None
                     };
+                let held = hold_replaced(host, &new_fd, &new);
                 let result =
                     HostDescriptor::rename_at(&mut host.filesystem(), fd, old, new_fd, new).await;
+                drop(held);
                 if let (Ok(()), Some(quota), Some(bytes)) = (&result, host.quota.clone(), replaced)
                 {
                     quota.defer_credit(bytes);
