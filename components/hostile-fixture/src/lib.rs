@@ -20,6 +20,7 @@
 //! | `hoard` / `hoard:<n>` | opens a file of its own up to 25,000 (or `<n>`) times and keeps every handle, then reports how many opens succeeded |
 //! | `sleep:<ms>` | sleeps (a WASI clock subscription and a blocking poll), then returns nothing |
 //! | `sleep-forever` | sleeps for `u64::MAX` nanoseconds at a time, forever |
+//! | `open:<name>` | opens `<name>` in its directory for reading, as any store would (no look first), and reports that it did, or fails with the `io` error |
 //! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file), `files` (empty files), `rename-self` (writes, renaming the file onto itself after each chunk), `truncate-reuse` (a write stream opened before its file is truncated elsewhere, rewriting it, then a second file) or `unlink-held` (files of 256 KiB written, kept open and unlinked); reports how far it got and the error that stopped it |
 //! | `fill-fail:<how>:<bytes>` | the same, but fails with an `io` error when a write is refused, as a store would |
 //!
@@ -396,6 +397,12 @@ impl Guest for Hostile {
                     ("stopped".into(), stopped),
                 ],
             )));
+        }
+        if let Some(name) = id.strip_prefix("open:") {
+            return match std::fs::File::open(format!("/{name}")) {
+                Ok(_) => Ok(Some(report(&id, &[("opened".into(), name.into())]))),
+                Err(e) => Err(StoreError::Io(format!("open {name}: {e}"))),
+            };
         }
         if let Some(ms) = id.strip_prefix("sleep:") {
             let ms: u64 = ms

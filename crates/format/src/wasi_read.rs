@@ -1,12 +1,13 @@
 //! Reading a file inside a `wasm32-wasip2` component through `wasi:filesystem` directly.
 //!
 //! `std::fs` reaches the host through wasi-libc, where every `stat` is two host calls (`stat`
-//! and `metadata-hash`, which only fills in an inode number) and an open is preceded by a
-//! `stat-at` of its own. A read through here is one `stat-at` of the name (not followed), one
-//! `open-at`, one `stat` of what was opened and its bytes through a stream: half the host
-//! calls, and half the system calls behind them, of the same read through `std::fs`. Reads are
-//! what a component's `get` does, which runs on the host's async workers when it can
-//! (`docs/security.md`, "Where calls run"), so that is where it counts.
+//! and `metadata-hash`, which only fills in an inode number). Reading a Task file safely looks
+//! at the name before opening it (to refuse a link or a FIFO without opening it) and at the file
+//! after (its type, length and time): four host calls and four system calls through `std::fs`,
+//! two here. A read through here is one `stat-at` of the name (not followed), one `open-at`, one
+//! `stat` of what was opened, and its bytes through a stream (one read, and one more to see the
+//! end). Reads are what a component's `get` does, which runs on the host's async workers when
+//! it can (`docs/security.md`, "Where calls run"), so that is where it counts.
 //!
 //! Only reads go this way; writes, renames and syncs stay on `std::fs`. A path beneath no
 //! preopened directory is left to `std::fs` too ([`open`] returns `None`).

@@ -113,11 +113,7 @@ pub(crate) fn check_lookup(
     // A store looks at a name more than once in a row (a `stat-at`, then the `open-at`): a
     // file or directory found cached in this call (not a link, so whether links are followed
     // does not matter) is not asked about again.
-    if host
-        .inline_checked
-        .as_ref()
-        .is_some_and(|(rep, p)| *rep == dir.rep() && p == path)
-    {
+    if checked(host, dir, path) {
         return Ok(());
     }
     let Ok(Descriptor::Dir(found)) = host.table.get(dir) else {
@@ -127,6 +123,14 @@ pub(crate) fn check_lookup(
         host.inline_checked = Some((dir.rep(), path.to_owned()));
     }
     Ok(())
+}
+
+/// Whether `path` under `dir` was found, in this call, to be a regular file or a directory
+/// (by [`check_lookup`]).
+pub(crate) fn checked(host: &Host, dir: &Resource<Descriptor>, path: &str) -> bool {
+    host.inline_checked
+        .as_ref()
+        .is_some_and(|(rep, p)| *rep == dir.rep() && p == path)
 }
 
 /// What a lookup from the cache found.

@@ -288,6 +288,45 @@ fn hold_replaced(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Opt
     }
 }
 
+/// Whether `path` under `dir` names a FIFO, a socket or a device, which the host never opens
+/// for a component (Linux; elsewhere nothing is refused here). The open of a FIFO waits in the
+/// kernel for a writer, without bound and out of reach of the call's deadline, holding a
+/// blocking thread all along; a device's open can have effects outside the directory. Looked
+/// at through an `O_PATH` handle (resolved beneath `dir`, followed only if the open follows),
+/// which opens nothing. A name swapped for a FIFO between this look and the open is not caught:
+/// that takes another writer of the directory racing the component.
+fn opens_special(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow: bool) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+        let Ok(Descriptor::Dir(dir)) = host.table.get(dir) else {
+            return false;
+        };
+        let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+        if !follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let Ok(found) = rustix::fs::openat2(&*dir.dir, path, flags, Mode::empty(), resolve) else {
+            return false; // missing, escaping, …: the open itself reports it
+        };
+        rustix::fs::fstat(&found).is_ok_and(|st| {
+            matches!(
+                FileType::from_raw_mode(st.st_mode),
+                FileType::Fifo
+                    | FileType::Socket
+                    | FileType::CharacterDevice
+                    | FileType::BlockDevice
+            )
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (host, dir, path, follow);
+        false
+    }
+}
+
 #[cfg(target_os = "linux")]
 type Held = rustix::fd::OwnedFd;
 #[cfg(not(target_os = "linux"))]
@@ -438,6 +477,15 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 }
                 let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
                 inline::check_lookup(host, &fd, &path, follow)?;
+                // An exclusive create opens nothing that is there already; a name just found
+                // to be a file or a directory need not be looked at again.
+                let exclusive = open_flags.contains(OpenFlags::CREATE | OpenFlags::EXCLUSIVE);
+                if !exclusive
+                    && !inline::checked(host, &fd, &path)
+                    && opens_special(host, &fd, &path, follow)
+                {
+                    return Ok((Err(ErrorCode::NotPermitted),));
+                }
                 let quota = host.quota.clone().filter(|_| changes);
                 let before = match &quota {
                     Some(_) => entry_bytes(host, &fd, &path).await,
