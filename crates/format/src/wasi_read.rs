@@ -45,7 +45,7 @@ impl WasiFile {
     /// At most `limit` bytes from the start of the file.
     pub(crate) fn read_up_to(&self, limit: u64) -> io::Result<Vec<u8>> {
         let stream = self.file.read_via_stream(0).map_err(to_io)?;
-        let mut bytes = Vec::with_capacity(self.stat.size.saturating_add(1).min(limit) as usize);
+        let mut bytes = Vec::new();
         while (bytes.len() as u64) < limit {
             // The rest of the file as `stat` saw it and one byte more, so the end is seen in
             // two reads (the second asks for that one byte); then, if the file grew, 64 KiB at a
@@ -60,6 +60,13 @@ impl WasiFile {
             match stream.blocking_read(want) {
                 // `blocking-read` answers at least one byte unless the stream has ended.
                 Ok(chunk) if chunk.is_empty() => break,
+                // The first read is usually the whole file: kept, not copied; if more is to
+                // come, room for the rest is made at once.
+                Ok(chunk) if bytes.is_empty() => {
+                    let more = want.saturating_sub(chunk.len() as u64);
+                    bytes = chunk;
+                    bytes.reserve(more as usize);
+                }
                 Ok(chunk) => bytes.extend_from_slice(&chunk),
                 Err(StreamError::Closed) => break,
                 Err(StreamError::LastOperationFailed(e)) => {
