@@ -255,61 +255,70 @@ async fn entry_bytes(host: &mut Host, dir: &Resource<Descriptor>, path: &str) ->
     Some(ENTRY_BYTES.saturating_add(len))
 }
 
-/// A handle (`O_PATH`, not followed, resolved beneath `dir`) on what `path` names, to be held
-/// across a rename over it: Linux only, `None` when there is nothing there.
+/// A handle on what `path` under `dir` names, for looking at it or holding it without opening
+/// it: `O_PATH` (which reads, writes and waits for nothing, whatever the file is), resolved
+/// beneath `dir`, a final link followed only if `follow`. Linux only; `None` elsewhere, and when
+/// nothing is there (or the name escapes, …: the real call reports that).
+#[cfg(target_os = "linux")]
+fn path_handle(
+    host: &mut Host,
+    dir: &Resource<Descriptor>,
+    path: &str,
+    follow: bool,
+) -> Option<Held> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let Ok(Descriptor::Dir(dir)) = host.table.get(dir) else {
+        return None;
+    };
+    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    rustix::fs::openat2(&*dir.dir, path, flags, Mode::empty(), resolve).ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn path_handle(
+    host: &mut Host,
+    dir: &Resource<Descriptor>,
+    path: &str,
+    follow: bool,
+) -> Option<Held> {
+    let _ = (host, dir, path, follow);
+    None
+}
+
+#[cfg(target_os = "linux")]
+type Held = rustix::fd::OwnedFd;
+#[cfg(not(target_os = "linux"))]
+type Held = ();
+
+/// A handle on what `path` names (not followed), to be held across a rename over it.
 ///
 /// A rename that replaces the last name of a file frees that file inside the rename, while
 /// the kernel holds the directory's lock; on a file system that discards freed blocks at once
 /// (ext4 mounted with `discard`, without a journal) that is a synchronous device command,
 /// which every other writer of the directory (other instances, other stores, the native
 /// store) then waits behind. Held, the file is freed when the handle is dropped, after the
-/// rename, outside that lock. An `O_PATH` handle opens nothing for reading or writing, so a
-/// FIFO or a device there behaves as any file.
+/// rename, outside that lock.
 fn hold_replaced(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Option<Held> {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::{Mode, OFlags, ResolveFlags};
-        let Ok(Descriptor::Dir(dir)) = host.table.get(dir) else {
-            return None;
-        };
-        rustix::fs::openat2(
-            &*dir.dir,
-            path,
-            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        )
-        .ok()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (host, dir, path);
-        None
-    }
+    path_handle(host, dir, path, false)
 }
 
 /// Whether `path` under `dir` names a FIFO, a socket or a device, which the host never opens
 /// for a component (Linux; elsewhere nothing is refused here). The open of a FIFO waits in the
 /// kernel for a writer, without bound and out of reach of the call's deadline, holding a
-/// blocking thread all along; a device's open can have effects outside the directory. Looked
-/// at through an `O_PATH` handle (resolved beneath `dir`, followed only if the open follows),
-/// which opens nothing. A name swapped for a FIFO between this look and the open is not caught:
-/// that takes another writer of the directory racing the component.
+/// blocking thread all along; a device's open can have effects outside the directory. A name
+/// swapped for a FIFO between this look and the open is not caught: that takes another writer
+/// of the directory racing the component.
 fn opens_special(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow: bool) -> bool {
+    let Some(found) = path_handle(host, dir, path, follow) else {
+        return false;
+    };
     #[cfg(target_os = "linux")]
     {
-        use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
-        let Ok(Descriptor::Dir(dir)) = host.table.get(dir) else {
-            return false;
-        };
-        let mut flags = OFlags::PATH | OFlags::CLOEXEC;
-        if !follow {
-            flags |= OFlags::NOFOLLOW;
-        }
-        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        let Ok(found) = rustix::fs::openat2(&*dir.dir, path, flags, Mode::empty(), resolve) else {
-            return false; // missing, escaping, …: the open itself reports it
-        };
+        use rustix::fs::FileType;
         rustix::fs::fstat(&found).is_ok_and(|st| {
             matches!(
                 FileType::from_raw_mode(st.st_mode),
@@ -322,15 +331,10 @@ fn opens_special(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = (host, dir, path, follow);
+        let () = found;
         false
     }
 }
-
-#[cfg(target_os = "linux")]
-type Held = rustix::fd::OwnedFd;
-#[cfg(not(target_os = "linux"))]
-type Held = ();
 
 /// A file the component just created is its owner's alone (0600 on Unix), as the native
 /// store's are, whatever the umask lets through. Best effort: the directory the host creates
