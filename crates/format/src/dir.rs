@@ -599,7 +599,7 @@ impl DirStore {
             let (found, held) = hold_for_replace(&target);
             replaced = held;
             let current = match found {
-                Ok(meta) => Some(Record::version_of(record, Stamp::of(&meta))),
+                Ok(stamp) => Some(Record::version_of(record, stamp)),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                 Err(source) => {
                     return Err(DirError::Io {
@@ -859,11 +859,8 @@ impl Drop for TempGuard {
 /// The token in the lock file at `path`: at most 64 bytes of a regular file, never following a
 /// link and never blocking on a FIFO (whatever else writes the directory put there).
 fn read_token(path: &Path) -> Option<String> {
-    let mut file = open_regular(path).ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    String::from_utf8(read_small::<64>(&mut file).ok()?).ok()
+    let bytes = open_for_read(path).ok()?.read_up_to(64).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// At most `N` bytes from the start of a small file, in as few reads as it takes (one, and one
@@ -940,15 +937,16 @@ fn open_record_for_save(path: &Path) -> (RecordRead, Option<File>) {
     (record, rewritable.then_some(file))
 }
 
-/// What is at `path` (not followed), and on Linux a handle on it (`O_PATH`: nothing is opened
-/// for reading, so a FIFO or a device behaves as a file) to be kept past a rename over it.
+/// The stamp of what is at `path` (not followed), and on Linux a handle on it (`O_PATH`:
+/// nothing is opened for reading, so a FIFO or a device behaves as a file) to be kept past a
+/// rename over it.
 ///
 /// A rename that replaces the last name of a file frees that file inside the rename, while the
 /// kernel holds the directory's lock: its blocks are released there, and on a file system that
 /// discards freed blocks at once (ext4 mounted with `discard`, without a journal) that is a
 /// synchronous device command, which every other save into the directory then waits behind.
 /// Held open, the file is freed when the handle is closed, after the rename, outside that lock.
-fn hold_for_replace(path: &Path) -> (io::Result<fs::Metadata>, Option<File>) {
+fn hold_for_replace(path: &Path) -> (io::Result<Stamp>, Option<File>) {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -958,15 +956,24 @@ fn hold_for_replace(path: &Path) -> (io::Result<fs::Metadata>, Option<File>) {
             .open(path)
         {
             Ok(file) => {
-                let meta = file.metadata();
-                return (meta, Some(file));
+                let stamp = file.metadata().map(|meta| Stamp::of(&meta));
+                return (stamp, Some(file));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => return (Err(e), None),
             // Anything else: look without holding, as elsewhere.
             Err(_) => {}
         }
     }
-    (fs::symlink_metadata(path), None)
+    // Inside a component the host holds it ([`crate::wasi_read`] looks in one host call).
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    if let Some(found) = crate::wasi_read::stamp_of(path) {
+        let stamp = found.map(|(size, mtime_ns)| Stamp { size, mtime_ns });
+        return (stamp, None);
+    }
+    (
+        fs::symlink_metadata(path).map(|meta| Stamp::of(&meta)),
+        None,
+    )
 }
 
 /// Atomically replaces `dir/name` with `contents`: a unique temp file in `dir`, written, flushed

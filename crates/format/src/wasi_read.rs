@@ -33,13 +33,9 @@ pub(crate) struct WasiFile {
 }
 
 impl WasiFile {
-    /// The file's modification time in nanoseconds since the epoch, as `std::fs::Metadata`
-    /// reports it inside a component (wasi-libc fills `st_mtim` from the same field, with 0
-    /// where the host keeps none).
+    /// The file's modification time in nanoseconds since the epoch ([`mtime_ns`]).
     pub(crate) fn mtime_ns(&self) -> i128 {
-        self.stat.data_modification_timestamp.map_or(0, |t| {
-            i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanoseconds)
-        })
+        mtime_ns(&self.stat)
     }
 
     /// At most `limit` bytes from the start of the file.
@@ -82,8 +78,23 @@ impl WasiFile {
 /// anything else (a FIFO is refused before it is opened, so the open cannot block on it).
 /// `None` if `path` is beneath no preopened directory.
 pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
+    beneath(path, open_beneath)
+}
+
+/// The length and modification time (nanoseconds) of what `path` names, not followed: what
+/// `std::fs::symlink_metadata` would say of them, in one host call instead of two. `None` if
+/// `path` is beneath no preopened directory.
+pub(crate) fn stamp_of(path: &Path) -> Option<io::Result<(u64, i128)>> {
+    beneath(path, |dir, rel| {
+        let stat = dir.stat_at(PathFlags::empty(), rel).map_err(to_io)?;
+        Ok((stat.size, mtime_ns(&stat)))
+    })
+}
+
+/// `f` of the preopened directory `path` is beneath (the longest, as wasi-libc resolves it)
+/// and the rest of `path` under it.
+fn beneath<T>(path: &Path, f: impl FnOnce(&Descriptor, &str) -> T) -> Option<T> {
     PREOPENS.with(|preopens| {
-        // The longest preopen the path is beneath, as wasi-libc resolves it.
         let (dir, rel) = preopens
             .iter()
             .filter_map(|(dir, name)| Some((dir, name, path.strip_prefix(name).ok()?)))
@@ -93,7 +104,7 @@ pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
             "" => ".",
             rel => rel,
         };
-        Some(open_beneath(dir, rel))
+        Some(f(dir, rel))
     })
 }
 
@@ -117,6 +128,15 @@ fn open_beneath(dir: &Descriptor, rel: &str) -> Result<WasiFile, Refused> {
     let stat = file.stat().map_err(|e| Refused::Io(to_io(e)))?;
     regular(stat.type_)?;
     Ok(WasiFile { file, stat })
+}
+
+/// The modification time in nanoseconds since the epoch, as `std::fs::Metadata` reports it
+/// inside a component (wasi-libc fills `st_mtim` from the same field, with 0 where the host
+/// keeps none).
+fn mtime_ns(stat: &DescriptorStat) -> i128 {
+    stat.data_modification_timestamp.map_or(0, |t| {
+        i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanoseconds)
+    })
 }
 
 fn regular(kind: DescriptorType) -> Result<(), Refused> {
