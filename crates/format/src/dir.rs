@@ -863,20 +863,12 @@ fn read_token(path: &Path) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-/// At most `N` bytes from the start of a small file, in as few reads as it takes (one, and one
-/// more to see the end), where `read_to_string` would probe in 32-byte steps.
-fn read_small<const N: usize>(file: &mut File) -> io::Result<Vec<u8>> {
-    let mut buf = [0u8; N];
-    let mut filled = 0;
-    while filled < N {
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(buf[..filled].to_vec())
+/// At most `limit` bytes from the start of `file`, of which `expected` are expected (its length
+/// when looked at): in one read for a file that has not grown, and one more to see its end.
+fn read_prefix(mut file: &File, limit: u64, expected: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(expected.min(limit) as usize);
+    (&mut file).take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 /// The version record at `path`: `Missing` if there is none (or it is not a regular file),
@@ -894,7 +886,11 @@ const RECORD_READ_BYTES: usize = 2 * RECORD_LEN;
 
 /// What the regular file `file` holds, read as a version record.
 fn record_text_in(file: &mut File) -> RecordRead {
-    record_in(read_small::<RECORD_READ_BYTES>(file))
+    record_in(read_prefix(
+        file,
+        RECORD_READ_BYTES as u64,
+        RECORD_LEN as u64,
+    ))
 }
 
 /// The first bytes of a version record, read as one.
@@ -1164,11 +1160,7 @@ impl Readable {
     /// At most `limit` bytes from the start of the file.
     fn read_up_to(self, limit: u64) -> io::Result<Vec<u8>> {
         match self.file {
-            ReadableFile::Std(file) => {
-                let mut bytes = Vec::with_capacity(self.stamp.size.min(limit) as usize);
-                file.take(limit).read_to_end(&mut bytes)?;
-                Ok(bytes)
-            }
+            ReadableFile::Std(file) => read_prefix(&file, limit, self.stamp.size),
             #[cfg(all(target_os = "wasi", target_env = "p2"))]
             ReadableFile::Wasi(file) => file.read_up_to(limit),
         }

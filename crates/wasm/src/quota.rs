@@ -259,34 +259,30 @@ async fn entry_bytes(host: &mut Host, dir: &Resource<Descriptor>, path: &str) ->
 /// it: `O_PATH` (which reads, writes and waits for nothing, whatever the file is), resolved
 /// beneath `dir`, a final link followed only if `follow`. Linux only; `None` elsewhere, and when
 /// nothing is there (or the name escapes, …: the real call reports that).
-#[cfg(target_os = "linux")]
 fn path_handle(
     host: &mut Host,
     dir: &Resource<Descriptor>,
     path: &str,
     follow: bool,
 ) -> Option<Held> {
-    use rustix::fs::{Mode, OFlags, ResolveFlags};
-    let Ok(Descriptor::Dir(dir)) = host.table.get(dir) else {
-        return None;
-    };
-    let mut flags = OFlags::PATH | OFlags::CLOEXEC;
-    if !follow {
-        flags |= OFlags::NOFOLLOW;
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        let Ok(Descriptor::Dir(dir)) = host.table.get(dir) else {
+            return None;
+        };
+        let mut flags = OFlags::PATH | OFlags::CLOEXEC;
+        if !follow {
+            flags |= OFlags::NOFOLLOW;
+        }
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        rustix::fs::openat2(&*dir.dir, path, flags, Mode::empty(), resolve).ok()
     }
-    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    rustix::fs::openat2(&*dir.dir, path, flags, Mode::empty(), resolve).ok()
-}
-
-#[cfg(not(target_os = "linux"))]
-fn path_handle(
-    host: &mut Host,
-    dir: &Resource<Descriptor>,
-    path: &str,
-    follow: bool,
-) -> Option<Held> {
-    let _ = (host, dir, path, follow);
-    None
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (host, dir, path, follow);
+        None
+    }
 }
 
 #[cfg(target_os = "linux")]
