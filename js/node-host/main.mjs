@@ -93,7 +93,8 @@ function fromContract010(store) {
 
 /**
  * Instantiates the transpiled store component over `dir` and configures it as the Rust host
- * does (`durability`, and `lock-lease-ms` when given). Returns the 0.2.0 interfaces (`store`:
+ * does (`durability`, and `lock-lease-ms` when given), but without `answers-checked`: this host
+ * does not check what `get` answers, so the component checks its Task files itself. Returns the 0.2.0 interfaces (`store`:
  * `get(id)` → `{ task, version }` or `undefined`; `save(task, condition)` → the new version, a
  * BigInt; `catalog`: `list(query)` → `{ tasks, nextPageToken, totalSize }`, `delete(id)`) and
  * the contract version the component implements.

@@ -388,6 +388,39 @@ async fn node_runs_the_rust_file_store_over_a_directory_the_rust_host_wrote() {
     );
 }
 
+/// The Rust file store checks its Task files itself under a host that does not say it checks
+/// `get` answers (Node does not pass `answers-checked`): a corrupt file is the component's own
+/// `corrupt` error naming the file, never its text passed through. Under the Rust host, which
+/// does say so, the host reports the same file (`files.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_rust_file_store_checks_task_files_where_the_host_does_not() {
+    let Some(js) = js() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let host = WasmTaskStore::file_store(dir.path()).unwrap();
+    host.save(&task(json!({"id": "t"}))).await.unwrap();
+    for (text, want) in [
+        (r#"{"id":"t","n":"#, "corrupt: corrupt task file /t.json: "),
+        (
+            r#"{"id":"u"}"#,
+            r#"corrupt: corrupt task file /t.json: holds task "u", not "t""#,
+        ),
+    ] {
+        fs::write(dir.path().join("t.json"), text).unwrap();
+        let out = js.node_program(&js.node_bindings, dir.path(), &["get", "t"], "");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{text}: answered {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        assert!(out.stdout.is_empty(), "{text}: nothing is printed");
+        assert!(stderr.contains(want), "{text}: {stderr}");
+        let err = host.get("t").await.unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{text}: {err}");
+        assert!(err.to_string().contains("t.json"), "{text}: {err}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_host_reads_back_what_node_wrote() {
     let Some(js) = js() else { return };

@@ -31,6 +31,9 @@ struct FileStore;
 static RELAXED: AtomicBool = AtomicBool::new(false);
 /// Set by `configure(lock-lease-ms=…)`.
 static LEASE_MS: AtomicU64 = AtomicU64::new(DEFAULT_LOCK_LEASE.as_millis() as u64);
+/// Set by `configure(answers-checked=true)`: the host checks every `get` answer in full, so
+/// `get` passes a Task file's text through without scanning it a first time.
+static ANSWERS_CHECKED: AtomicBool = AtomicBool::new(false);
 
 fn store() -> DirStore {
     static SWEEP: Once = Once::new();
@@ -39,8 +42,11 @@ fn store() -> DirStore {
     } else {
         Durability::Full
     };
-    let store = DirStore::new(ROOT, durability)
+    let mut store = DirStore::new(ROOT, durability)
         .with_lock_lease(Duration::from_millis(LEASE_MS.load(Ordering::Relaxed)));
+    if ANSWERS_CHECKED.load(Ordering::Relaxed) {
+        store = store.with_gets_checked_by_caller();
+    }
     // Once per instance: clear temp files left by writers that crashed mid-save. In
     // `configure` (at instantiation) where the host calls it, else in the first call.
     SWEEP.call_once(|| {
@@ -120,6 +126,17 @@ impl Config for FileStore {
                     _ => {
                         return Err(format!(
                             "lock-lease-ms must be a whole number of milliseconds from 10 to 3600000, not {value:?}"
+                        ));
+                    }
+                }
+            }
+            if name == "answers-checked" {
+                match value.as_str() {
+                    "true" => ANSWERS_CHECKED.store(true, Ordering::Relaxed),
+                    "false" => ANSWERS_CHECKED.store(false, Ordering::Relaxed),
+                    other => {
+                        return Err(format!(
+                            "answers-checked must be true or false, not {other:?}"
                         ));
                     }
                 }

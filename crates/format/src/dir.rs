@@ -169,6 +169,9 @@ pub struct DirStore {
     root: PathBuf,
     durability: Durability,
     lease: Duration,
+    /// Whether [`DirStore::get_text`] and [`DirStore::get_versioned`] check the text they read
+    /// (off only by [`DirStore::with_gets_checked_by_caller`]).
+    check_gets: bool,
 }
 
 /// A Task file's identity as the version record remembers it: length and modification time.
@@ -319,7 +322,23 @@ impl DirStore {
             root: root.into(),
             durability,
             lease: DEFAULT_LOCK_LEASE,
+            check_gets: true,
         }
+    }
+
+    /// The same store, for a caller that checks every Task text it gets in full itself: its
+    /// [`DirStore::get_text`] and [`DirStore::get_versioned`] return what the Task file holds
+    /// without scanning it for being a Task with the id asked for. Everything else is still
+    /// checked: a link, a FIFO or anything but a regular file, a file over
+    /// [`MAX_TASK_FILE_BYTES`] and text that is not UTF-8 are [`DirError::Corrupt`] naming the
+    /// file; listings check every Task they read.
+    ///
+    /// For the file-store component, whose host checks every answer (the contract's
+    /// `answers-checked` setting): so a Task's bytes are scanned once on the way from disk to
+    /// the caller, not twice. A caller that does not check gets whatever the file holds.
+    pub fn with_gets_checked_by_caller(mut self) -> Self {
+        self.check_gets = false;
+        self
     }
 
     /// The same store with another lock lease (see [`DEFAULT_LOCK_LEASE`]). Every writer of one
@@ -354,7 +373,8 @@ impl DirStore {
     /// Reads the Task with this id as JSON text: `None` if there is no file for it.
     ///
     /// The text is checked to be a Task whose `id` is `id`; anything else is
-    /// [`DirError::Corrupt`], never `None` and never someone else's Task.
+    /// [`DirError::Corrupt`], never `None` and never someone else's Task (unless the store was
+    /// made [`DirStore::with_gets_checked_by_caller`]).
     pub fn get_text(&self, id: &str) -> Result<Option<String>, DirError> {
         let name = id::encode_id(id).map_err(DirError::InvalidId)?;
         Ok(self.read_task(id, &name)?.map(|(text, _)| text))
@@ -455,6 +475,9 @@ impl DirStore {
             Ok(text) => text,
             Err(e) => return corrupt(format!("not UTF-8 ({e})")),
         };
+        if !self.check_gets {
+            return Some(Ok(Some(text)));
+        }
         Some(check_task_file(id, &path, text).map(Some))
     }
 
@@ -464,6 +487,9 @@ impl DirStore {
         let Some((text, stamp)) = read_text(&path)? else {
             return Ok(None);
         };
+        if !self.check_gets {
+            return Ok(Some((text, stamp)));
+        }
         Ok(Some((check_task_file(id, &path, text)?, stamp)))
     }
 
@@ -1642,6 +1668,51 @@ mod tests {
             !dir.path().join(".~c.l").exists(),
             "a read never takes the lock"
         );
+    }
+
+    /// A store whose caller checks what it gets returns a Task file's text unscanned, with its
+    /// version, and still refuses everything that is not UTF-8 text in a regular file of
+    /// bounded size; a store that checks refuses the same text, naming the file.
+    #[test]
+    fn gets_checked_by_the_caller_skip_only_the_task_scan() {
+        let dir = tempfile::tempdir().unwrap();
+        let checked = store(&dir);
+        let unchecked = store(&dir).with_gets_checked_by_caller();
+        checked.save_checked("t", r#"{"id":"t"}"#).unwrap();
+        for text in [r#"{"id":"t","n":"#, r#"{"id":"someone-else"}"#, "[1]"] {
+            fs::write(dir.path().join("t.json"), text).unwrap();
+            let err = checked.get_versioned("t").unwrap_err();
+            assert!(
+                matches!(&err, DirError::Corrupt { file, .. } if file.ends_with("t.json")),
+                "{text}: {err}"
+            );
+            assert!(checked.get_text("t").is_err(), "{text}");
+            // The version counts the foreign text as a save (its stamp is not the record's).
+            assert_eq!(
+                unchecked.get_versioned("t").unwrap(),
+                Some((text.to_owned(), 2)),
+                "{text}"
+            );
+            assert_eq!(unchecked.get_text("t").unwrap(), Some(text.to_owned()));
+            #[cfg(target_os = "linux")]
+            if let Some(found) = unchecked.try_get_text_cached("t") {
+                assert_eq!(found.unwrap(), Some(text.to_owned()));
+            }
+        }
+        fs::write(dir.path().join("t.json"), b"{\"id\":\"t\",\"x\":\"\xff\"}").unwrap();
+        let err = unchecked.get_versioned("t").unwrap_err();
+        assert!(
+            matches!(&err, DirError::Corrupt { file, reason } if file.ends_with("t.json") && reason.contains("UTF-8")),
+            "{err}"
+        );
+        fs::remove_file(dir.path().join("t.json")).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("elsewhere.json", dir.path().join("t.json")).unwrap();
+        #[cfg(unix)]
+        assert!(matches!(
+            unchecked.get_text("t").unwrap_err(),
+            DirError::Corrupt { .. }
+        ));
     }
 
     #[test]

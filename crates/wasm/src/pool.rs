@@ -31,6 +31,9 @@ pub(crate) struct Inner {
     pub(crate) settings: Vec<(String, String)>,
     pub(crate) read_only: bool,
     pub(crate) forward_stderr: bool,
+    /// Whether this is the built-in file store, whose Task files the host can name: a `get`
+    /// answer that is not the Task asked for is then reported as that file's corruption.
+    pub(crate) names_task_files: bool,
     pub(crate) limits: Limits,
     pub(crate) idle: Mutex<Vec<Instance>>,
     /// One permit per instance that may exist; a call holds one from before it takes an
