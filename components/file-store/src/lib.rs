@@ -141,6 +141,21 @@ impl Config for FileStore {
                     }
                 }
             }
+            if name == "special-files-refused" {
+                let refuses = match value.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    other => {
+                        return Err(format!(
+                            "special-files-refused must be true or false, not {other:?}"
+                        ));
+                    }
+                };
+                #[cfg(all(target_os = "wasi", target_env = "p2"))]
+                toolnexus_format::wasi_read::set_host_refuses_special_files(refuses);
+                #[cfg(not(all(target_os = "wasi", target_env = "p2")))]
+                let _ = refuses;
+            }
             if name == "durability" {
                 match value.as_str() {
                     "full" => RELAXED.store(false, Ordering::Relaxed),

@@ -4,9 +4,10 @@
 //! and `metadata-hash`, which only fills in an inode number). Reading a Task file safely looks
 //! at the name before opening it (to refuse a link or a FIFO without opening it) and at the file
 //! after (its type, length and time): four host calls and four system calls through `std::fs`,
-//! two here. A read through here is one `stat-at` of the name (not followed), one `open-at`, one
-//! `stat` of what was opened, and its bytes through a stream (one read, and one more to see the
-//! end). Reads are what a component's `get` does, which runs on the host's async workers when
+//! two here. A read through here is one `stat-at` of the name (not followed; skipped under a
+//! host that refuses to open special files, [`set_host_refuses_special_files`]), one `open-at`,
+//! one `stat` of what was opened, and its bytes through a stream (one read, and one more to see
+//! the end). Reads are what a component's `get` does, which runs on the host's async workers when
 //! it can (`docs/security.md`, "Where calls run"), so that is where it counts.
 //!
 //! Only reads go this way; writes, renames and syncs stay on `std::fs`. A path beneath no
@@ -15,6 +16,7 @@
 use crate::dir::{Kind, Refused};
 use std::io;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use wasip2::filesystem::preopens;
 use wasip2::filesystem::types::{
     Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
@@ -75,7 +77,8 @@ impl WasiFile {
 }
 
 /// Opens `path` for reading if it is a regular file, never following a link and never opening
-/// anything else (a FIFO is refused before it is opened, so the open cannot block on it).
+/// anything else (a FIFO is refused before it is opened, by this code or by the host, so the
+/// open cannot block on it).
 /// `None` if `path` is beneath no preopened directory.
 pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
     beneath(path, open_beneath)
@@ -108,11 +111,30 @@ fn beneath<T>(path: &Path, f: impl FnOnce(&Descriptor, &str) -> T) -> Option<T> 
     })
 }
 
+/// Set by [`set_host_refuses_special_files`].
+static HOST_REFUSES_SPECIAL_FILES: AtomicBool = AtomicBool::new(false);
+
+/// Whether the host refuses every `open-at` of a FIFO, a socket or a device (with
+/// `not-permitted`), as the toolnexus wasmtime host says it does with the setting
+/// `special-files-refused`. Then a read opens a name without looking at it first, since the
+/// open cannot block on a FIFO or act through a device: one host call fewer per file read. The
+/// look happens only when the open is refused, to say why. Off by default: another host may
+/// open whatever it is asked to.
+pub fn set_host_refuses_special_files(refuses: bool) {
+    HOST_REFUSES_SPECIAL_FILES.store(refuses, Ordering::Relaxed);
+}
+
 fn open_beneath(dir: &Descriptor, rel: &str) -> Result<WasiFile, Refused> {
-    let named = dir
-        .stat_at(PathFlags::empty(), rel)
-        .map_err(|e| Refused::Io(to_io(e)))?;
-    regular(named.type_)?;
+    let look = || -> Result<(), Refused> {
+        let named = dir
+            .stat_at(PathFlags::empty(), rel)
+            .map_err(|e| Refused::Io(to_io(e)))?;
+        regular(named.type_)
+    };
+    let looked_first = !HOST_REFUSES_SPECIAL_FILES.load(Ordering::Relaxed);
+    if looked_first {
+        look()?;
+    }
     let file = dir
         .open_at(
             PathFlags::empty(),
@@ -121,8 +143,14 @@ fn open_beneath(dir: &Descriptor, rel: &str) -> Result<WasiFile, Refused> {
             DescriptorFlags::READ,
         )
         .map_err(|e| match e {
-            // Replaced by a link between the two steps.
+            // A link (the open does not follow one), or replaced by one after the look.
             ErrorCode::Loop => Refused::Kind(Kind::Link),
+            ErrorCode::IsDirectory => Refused::Kind(Kind::Dir),
+            // What the host refuses to open is named by what it is, if that is why.
+            ErrorCode::NotPermitted if !looked_first => match look() {
+                Ok(()) => Refused::Io(to_io(e)),
+                Err(refused) => refused,
+            },
             e => Refused::Io(to_io(e)),
         })?;
     let stat = file.stat().map_err(|e| Refused::Io(to_io(e)))?;

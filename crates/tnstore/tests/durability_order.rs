@@ -10,6 +10,10 @@
 //! The Task file the rename replaces is held open (`O_PATH`) across the rename and closed after
 //! it, so it is freed outside the directory's lock.
 //!
+//! And one thing about reads, seen the same way: the file-store component, told by this host
+//! that it never opens a FIFO, socket or device (`special-files-refused`), opens a Task file
+//! without looking at its name first.
+//!
 //! Needs `strace` (Debian: strace). Without it the test prints `SKIPPED: …` and passes, unless
 //! `TOOLNEXUS_REQUIRE_STRACE=1` (CI), where that is a failure.
 
@@ -290,4 +294,88 @@ fn a_durable_save_writes_flushes_renames_and_flushes_the_directory_in_order() {
     };
     assert_durable_order(&strace, "file:./files", "files");
     assert_durable_order(&strace, "wasm:builtin?dir=./component", "component");
+}
+
+/// A component `get` under this host: the file store opens the Task file and its version
+/// record by name without a `stat` of the name first (the host refuses FIFOs, sockets and
+/// devices itself and says so), and looks at what it opened once.
+#[test]
+fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
+    let Some(strace) = strace() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let selector = "wasm:builtin?dir=./component";
+    let task_file = cwd.join("task.json");
+    fs::write(&task_file, r#"{"id":"t","status":{"state":"working"}}"#).unwrap();
+    let run = |args: &[&str], traced: bool| {
+        let mut command = match traced {
+            true => {
+                let mut c = Command::new(&strace);
+                c.args([
+                    "-f",
+                    "-qq",
+                    "-y",
+                    "-e",
+                    "trace=statx,newfstatat,openat,openat2",
+                    "-o",
+                ])
+                .arg(cwd.join("get.log"))
+                .arg(TNSTORE);
+                c
+            }
+            false => Command::new(TNSTORE),
+        };
+        let output = command
+            .args(["--store", selector])
+            .args(args)
+            .current_dir(cwd)
+            .env_remove("TNSTORE_STORE")
+            .env("TOOLNEXUS_CACHE_DIR", cwd.join("cache"))
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    run(&["save", task_file.to_str().unwrap()], false);
+    let got = run(&["get", "t"], true);
+    assert!(got.contains(r#""id":"t""#), "{got}");
+    let log = fs::read_to_string(cwd.join("get.log")).unwrap();
+    for name in ["t.json", ".~t.v"] {
+        // What names the file: a quoted argument ending in its name. Starting the store looks
+        // at every file (the disk quota's count, the temp-file sweep) on threads of its own;
+        // the `get` is the thread that opens the file.
+        let names = |line: &&str| {
+            line.contains(&format!("/{name}\"")) || line.contains(&format!("\"{name}\""))
+        };
+        let calls: Vec<&str> = log.lines().filter(names).collect();
+        let opens: Vec<&str> = calls
+            .iter()
+            .copied()
+            .filter(|line| {
+                call_of(line).is_some_and(|(call, args)| {
+                    call.starts_with("openat") && !args.contains("O_PATH")
+                })
+            })
+            .collect();
+        assert_eq!(opens.len(), 1, "{name} is opened once: {calls:#?}");
+        let get = thread_of(opens[0]);
+        let looked_up: Vec<&str> = calls
+            .iter()
+            .copied()
+            .filter(|line| thread_of(line) == get)
+            .filter(|line| {
+                call_of(line).is_some_and(|(call, _)| call == "statx" || call == "newfstatat")
+            })
+            .collect();
+        assert!(
+            looked_up.is_empty(),
+            "{name} is opened without a stat of its name: {looked_up:#?}"
+        );
+    }
 }
