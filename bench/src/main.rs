@@ -57,6 +57,9 @@ struct Args {
     /// count: for comparing two builds on them without the other rows' disk traffic before.
     #[arg(long)]
     concurrent_only: bool,
+    /// Instances of each component store (calls it runs at once; the store's default is 8).
+    #[arg(long, default_value_t = 8)]
+    instances: usize,
 }
 
 /// A store's name and durability, as shown in the table.
@@ -533,7 +536,12 @@ async fn main() -> Result<()> {
         ),
         (
             ("wasm", "full"),
-            Arc::new(WasmTaskStore::file_store(dir.join("wasm-full"))?),
+            Arc::new(
+                WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
+                    .dir(dir.join("wasm-full"))
+                    .max_instances(args.instances)
+                    .build()?,
+            ),
         ),
         (
             ("wasm", "relaxed"),
@@ -541,6 +549,7 @@ async fn main() -> Result<()> {
                 WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
                     .dir(dir.join("wasm-relaxed"))
                     .durability(Durability::Relaxed)
+                    .max_instances(args.instances)
                     .build()?,
             ),
         ),
