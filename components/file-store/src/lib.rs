@@ -115,11 +115,20 @@ impl Catalog for FileStore {
     }
 }
 
+/// A setting that is `true` or `false`.
+fn flag(name: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        other => Err(format!("{name} must be true or false, not {other:?}")),
+    }
+}
+
 impl Config for FileStore {
     fn configure(settings: Vec<(String, String)>) -> Result<(), String> {
         for (name, value) in settings {
-            if name == "lock-lease-ms" {
-                match value.parse::<u64>() {
+            match name.as_str() {
+                "lock-lease-ms" => match value.parse::<u64>() {
                     Ok(ms) if (10..=3_600_000).contains(&ms) => {
                         LEASE_MS.store(ms, Ordering::Relaxed)
                     }
@@ -128,42 +137,23 @@ impl Config for FileStore {
                             "lock-lease-ms must be a whole number of milliseconds from 10 to 3600000, not {value:?}"
                         ));
                     }
-                }
-            }
-            if name == "answers-checked" {
-                match value.as_str() {
-                    "true" => ANSWERS_CHECKED.store(true, Ordering::Relaxed),
-                    "false" => ANSWERS_CHECKED.store(false, Ordering::Relaxed),
-                    other => {
-                        return Err(format!(
-                            "answers-checked must be true or false, not {other:?}"
-                        ));
-                    }
-                }
-            }
-            if name == "special-files-refused" {
-                let refuses = match value.as_str() {
-                    "true" => true,
-                    "false" => false,
-                    other => {
-                        return Err(format!(
-                            "special-files-refused must be true or false, not {other:?}"
-                        ));
-                    }
-                };
-                #[cfg(all(target_os = "wasi", target_env = "p2"))]
-                toolnexus_format::wasi_read::set_host_refuses_special_files(refuses);
-                #[cfg(not(all(target_os = "wasi", target_env = "p2")))]
-                let _ = refuses;
-            }
-            if name == "durability" {
-                match value.as_str() {
+                },
+                "durability" => match value.as_str() {
                     "full" => RELAXED.store(false, Ordering::Relaxed),
                     "relaxed" => RELAXED.store(true, Ordering::Relaxed),
                     other => {
                         return Err(format!("durability must be full or relaxed, not {other:?}"));
                     }
+                },
+                "answers-checked" => ANSWERS_CHECKED.store(flag(&name, &value)?, Ordering::Relaxed),
+                "special-files-refused" => {
+                    let refuses = flag(&name, &value)?;
+                    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+                    toolnexus_format::wasi_read::set_host_refuses_special_files(refuses);
+                    #[cfg(not(all(target_os = "wasi", target_env = "p2")))]
+                    let _ = refuses;
                 }
+                _ => {}
             }
         }
         // Sweep now, at instantiation, rather than in the first call, which may be a `get`

@@ -475,10 +475,7 @@ impl DirStore {
             Ok(text) => text,
             Err(e) => return corrupt(format!("not UTF-8 ({e})")),
         };
-        if !self.check_gets {
-            return Some(Ok(Some(text)));
-        }
-        Some(check_task_file(id, &path, text).map(Some))
+        Some(self.checked_text(id, &path, text).map(Some))
     }
 
     /// The Task file `name`, checked to hold the Task `id`, with its stamp; `None` if missing.
@@ -487,10 +484,17 @@ impl DirStore {
         let Some((text, stamp)) = read_text(&path)? else {
             return Ok(None);
         };
-        if !self.check_gets {
-            return Ok(Some((text, stamp)));
+        Ok(Some((self.checked_text(id, &path, text)?, stamp)))
+    }
+
+    /// A Task file's text as a get returns it: checked to be the Task `id`
+    /// ([`check_task_file`]) unless the caller checks it ([`DirStore::with_gets_checked_by_caller`]).
+    fn checked_text(&self, id: &str, path: &Path, text: String) -> Result<String, DirError> {
+        if self.check_gets {
+            check_task_file(id, path, text)
+        } else {
+            Ok(text)
         }
-        Ok(Some((check_task_file(id, &path, text)?, stamp)))
     }
 
     /// One page of the Tasks matching `query`, newest status timestamp first (see

@@ -154,16 +154,22 @@ fn thread_of(line: &str) -> Option<u32> {
     line.split_whitespace().next()?.parse().ok()
 }
 
-/// Runs `tnstore --store SELECTOR save FILE` under strace in `cwd`: the calls of all its
-/// threads in the order they started, each with the thread that made it.
-fn traced_save(strace: &Path, cwd: &Path, selector: &str, task_file: &Path) -> Vec<(u32, Call)> {
+/// Runs `tnstore --store SELECTOR ARGS…` in `cwd` under `strace -e TRACE`: what it printed,
+/// and strace's log (`-f -y`: every thread, descriptors with their paths).
+fn traced_tnstore(
+    strace: &Path,
+    cwd: &Path,
+    selector: &str,
+    trace: &str,
+    args: &[&str],
+) -> (String, String) {
     let log = cwd.join("strace.log");
     let output = Command::new(strace)
-        .args(["-f", "-qq", "-y", "-e", TRACED, "-o"])
+        .args(["-f", "-qq", "-y", "-e", trace, "-o"])
         .arg(&log)
         .arg(TNSTORE)
-        .args(["--store", selector, "save"])
-        .arg(task_file)
+        .args(["--store", selector])
+        .args(args)
         .current_dir(cwd)
         .env_remove("TNSTORE_STORE")
         .env("TOOLNEXUS_CACHE_DIR", cwd.join("cache"))
@@ -171,13 +177,27 @@ fn traced_save(strace: &Path, cwd: &Path, selector: &str, task_file: &Path) -> V
         .expect("strace starts");
     assert!(
         output.status.success(),
-        "{selector}: the traced save failed: {}",
+        "{selector}: the traced {args:?} failed: {}",
         String::from_utf8_lossy(&output.stderr)
     );
+    (
+        String::from_utf8(output.stdout).unwrap(),
+        fs::read_to_string(&log).unwrap(),
+    )
+}
+
+/// Runs `tnstore --store SELECTOR save FILE` under strace in `cwd`: the calls of all its
+/// threads in the order they started, each with the thread that made it.
+fn traced_save(strace: &Path, cwd: &Path, selector: &str, task_file: &Path) -> Vec<(u32, Call)> {
+    let (_, log) = traced_tnstore(
+        strace,
+        cwd,
+        selector,
+        TRACED,
+        &["save", task_file.to_str().unwrap()],
+    );
     let cwd = fs::canonicalize(cwd).unwrap();
-    fs::read_to_string(&log)
-        .unwrap()
-        .lines()
+    log.lines()
         .filter_map(|line| Some((thread_of(line)?, absolute(parse(line)?, &cwd))))
         .collect()
 }
@@ -309,43 +329,15 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
     let selector = "wasm:builtin?dir=./component";
     let task_file = cwd.join("task.json");
     fs::write(&task_file, r#"{"id":"t","status":{"state":"working"}}"#).unwrap();
-    let run = |args: &[&str], traced: bool| {
-        let mut command = match traced {
-            true => {
-                let mut c = Command::new(&strace);
-                c.args([
-                    "-f",
-                    "-qq",
-                    "-y",
-                    "-e",
-                    "trace=statx,newfstatat,openat,openat2",
-                    "-o",
-                ])
-                .arg(cwd.join("get.log"))
-                .arg(TNSTORE);
-                c
-            }
-            false => Command::new(TNSTORE),
-        };
-        let output = command
-            .args(["--store", selector])
-            .args(args)
-            .current_dir(cwd)
-            .env_remove("TNSTORE_STORE")
-            .env("TOOLNEXUS_CACHE_DIR", cwd.join("cache"))
-            .output()
-            .unwrap();
-        assert!(
-            output.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        String::from_utf8(output.stdout).unwrap()
-    };
-    run(&["save", task_file.to_str().unwrap()], false);
-    let got = run(&["get", "t"], true);
+    traced_save(&strace, cwd, selector, &task_file);
+    let (got, log) = traced_tnstore(
+        &strace,
+        cwd,
+        selector,
+        "trace=statx,newfstatat,openat,openat2",
+        &["get", "t"],
+    );
     assert!(got.contains(r#""id":"t""#), "{got}");
-    let log = fs::read_to_string(cwd.join("get.log")).unwrap();
     for name in ["t.json", ".~t.v"] {
         // What names the file: a quoted argument ending in its name. Starting the store looks
         // at every file (the disk quota's count, the temp-file sweep) on threads of its own;
