@@ -1,23 +1,41 @@
 //! `tn-profile`: one operation in a loop, for a profiler (`valgrind --tool=callgrind`, `perf`).
 //!
-//! `tn-profile file|wasm get|save LARGE_TASK.json N`
+//! `tn-profile file|wasm get|save LARGE_TASK.json N [full|relaxed]` (full durability unless
+//! told; relaxed leaves the disk's flushes out of a save, to see what the store itself costs).
 
 use std::sync::Arc;
-use toolnexus::wasm::WasmTaskStore;
-use toolnexus::{FileTaskStore, Task, TaskStore};
+use toolnexus::wasm::{ComponentSource, WasmTaskStore};
+use toolnexus::{Durability, FileTaskStore, Task, TaskStore};
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [store, op, task, n] = args.as_slice() else {
-        anyhow::bail!("usage: tn-profile file|wasm get|save TASK.json N");
+    let (store, op, task, n, durability) = match args.as_slice() {
+        [store, op, task, n] => (store, op, task, n, Durability::Full),
+        [store, op, task, n, durability] => (
+            store,
+            op,
+            task,
+            n,
+            match durability.as_str() {
+                "full" => Durability::Full,
+                "relaxed" => Durability::Relaxed,
+                other => anyhow::bail!("durability is full or relaxed, not {other:?}"),
+            },
+        ),
+        _ => anyhow::bail!("usage: tn-profile file|wasm get|save TASK.json N [full|relaxed]"),
     };
     let task = Task::from_json(&std::fs::read_to_string(task)?)?;
     let n: usize = n.parse()?;
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn TaskStore> = match store.as_str() {
-        "file" => Arc::new(FileTaskStore::new(dir.path())?),
-        "wasm" => Arc::new(WasmTaskStore::file_store(dir.path())?),
+        "file" => Arc::new(FileTaskStore::with_durability(dir.path(), durability)?),
+        "wasm" => Arc::new(
+            WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
+                .dir(dir.path())
+                .durability(durability)
+                .build()?,
+        ),
         other => anyhow::bail!("unknown store {other}"),
     };
     store.save(&task).await?;

@@ -149,7 +149,7 @@ impl Config for FileStore {
                 "special-files-refused" => {
                     let refuses = flag(&name, &value)?;
                     #[cfg(all(target_os = "wasi", target_env = "p2"))]
-                    toolnexus_format::wasi_read::set_host_refuses_special_files(refuses);
+                    toolnexus_format::wasi_fs::set_host_refuses_special_files(refuses);
                     #[cfg(not(all(target_os = "wasi", target_env = "p2")))]
                     let _ = refuses;
                 }

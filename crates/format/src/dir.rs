@@ -671,7 +671,7 @@ impl DirStore {
             temps.0.retain(|p| *p != temp_path);
             match record_write {
                 Ok(mut file) => file
-                    .write_all(record_text.as_bytes())
+                    .write_from_start(record_text.as_bytes())
                     .and_then(|()| match self.durability {
                         Durability::Full => file.sync_data(),
                         Durability::Relaxed => Ok(()),
@@ -696,14 +696,14 @@ impl DirStore {
     fn write_temp(&self, contents: &[u8]) -> Result<(PathBuf, Stamp), DirError> {
         let (path, mut file) = create_temp(&self.root)?;
         let result = file
-            .write_all(contents)
+            .write_from_start(contents)
             .and_then(|()| match self.durability {
                 Durability::Full => file.sync_data(),
                 Durability::Relaxed => Ok(()),
             })
-            .and_then(|()| file.metadata());
+            .and_then(|()| file.stamp());
         match result {
-            Ok(meta) => Ok((path, Stamp::of(&meta))),
+            Ok(stamp) => Ok((path, stamp)),
             Err(source) => {
                 let _ = fs::remove_file(&path);
                 Err(DirError::Io {
@@ -722,16 +722,12 @@ impl DirStore {
         let path = self.root.join(name);
         let started = std::time::Instant::now();
         let mut pause = Duration::from_micros(200);
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         loop {
             let token = format!("{:032x}", random_u128());
-            match options.open(&path) {
+            match create_new(&path) {
                 Ok(mut file) => {
                     let acquired = std::time::Instant::now();
-                    if let Err(source) = file.write_all(token.as_bytes()) {
+                    if let Err(source) = file.write_from_start(token.as_bytes()) {
                         let _ = fs::remove_file(&path);
                         return Err(DirError::Io {
                             op: "write lock",
@@ -743,6 +739,7 @@ impl DirStore {
                         path,
                         token,
                         acquired,
+                        file,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -806,8 +803,7 @@ impl DirStore {
     /// Fails unless `lock` is still ours and young enough that no one may break it before the
     /// renames that follow: the last check before a save changes anything.
     fn check_held(&self, lock: &Lock) -> Result<(), DirError> {
-        let held = read_token(&lock.path).is_some_and(|t| t == lock.token);
-        if held && lock.acquired.elapsed() < self.lease / 2 {
+        if lock.is_ours() && lock.acquired.elapsed() < self.lease / 2 {
             return Ok(());
         }
         Err(DirError::Io {
@@ -824,7 +820,7 @@ impl DirStore {
     }
 
     fn unlock(&self, lock: Lock) {
-        if read_token(&lock.path).is_some_and(|t| t == lock.token) {
+        if lock.is_ours() {
             let _ = fs::remove_file(&lock.path);
         }
     }
@@ -868,11 +864,26 @@ impl DirStore {
     }
 }
 
-/// A held lock: its file and the token written in it.
+/// A held lock: its file, the token written in it, and the file kept open.
 struct Lock {
     path: PathBuf,
     token: String,
     acquired: std::time::Instant,
+    /// Open until the lock is released, so that no other file can be given its identity
+    /// (device and inode): the name still naming this file is then the same fact as the name
+    /// still holding this token, found without reading the lock.
+    file: Writable,
+}
+
+impl Lock {
+    /// Whether the lock file is still ours: not broken by a saver that judged it stale (and
+    /// perhaps retaken since). By the identity of the file at its name, which is one look
+    /// (`statx`); where that cannot be told, by the token in it.
+    fn is_ours(&self) -> bool {
+        self.file
+            .is_at(&self.path)
+            .unwrap_or_else(|| read_token(&self.path).is_some_and(|t| t == self.token))
+    }
 }
 
 /// Temp files to remove if a save stops before renaming them.
@@ -938,7 +949,20 @@ fn record_in(bytes: io::Result<Vec<u8>>) -> RecordRead {
 /// holds, and the file itself, back at its start, when the save may overwrite it in place (a
 /// regular file of exactly [`RECORD_LEN`] bytes, one this store wrote; never through a link and
 /// never blocking on a FIFO). Without a file the save replaces the record by a rename.
-fn open_record_for_save(path: &Path) -> (RecordRead, Option<File>) {
+fn open_record_for_save(path: &Path) -> (RecordRead, Option<Writable>) {
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    if let Some(opened) = crate::wasi_fs::open_for_update(path) {
+        let Ok(file) = opened else {
+            // Missing, a link, or not writable here: read it as any reader would.
+            return (read_record(path), None);
+        };
+        let record = record_in(file.read_up_to(RECORD_READ_BYTES as u64));
+        let rewritable = file.stat.size == RECORD_LEN as u64;
+        return (
+            record,
+            rewritable.then(|| Writable::Wasi(file.into_writer())),
+        );
+    }
     let mut options = OpenOptions::new();
     options.read(true).write(true);
     #[cfg(unix)]
@@ -960,7 +984,7 @@ fn open_record_for_save(path: &Path) -> (RecordRead, Option<File>) {
     };
     let record = record_text_in(&mut file);
     let rewritable = meta.len() == RECORD_LEN as u64 && file.seek(io::SeekFrom::Start(0)).is_ok();
-    (record, rewritable.then_some(file))
+    (record, rewritable.then_some(Writable::Std(file)))
 }
 
 /// The stamp of what is at `path` (not followed), and on Linux a handle on it (`O_PATH`:
@@ -990,9 +1014,9 @@ fn hold_for_replace(path: &Path) -> (io::Result<Stamp>, Option<File>) {
             Err(_) => {}
         }
     }
-    // Inside a component the host holds it ([`crate::wasi_read`] looks in one host call).
+    // Inside a component the host holds it ([`crate::wasi_fs`] looks in one host call).
     #[cfg(all(target_os = "wasi", target_env = "p2"))]
-    if let Some(found) = crate::wasi_read::stamp_of(path) {
+    if let Some(found) = crate::wasi_fs::stamp_of(path) {
         let stamp = found.map(|(size, mtime_ns)| Stamp { size, mtime_ns });
         return (stamp, None);
     }
@@ -1019,7 +1043,7 @@ pub fn write_atomically(
         source,
     };
     let result = temp
-        .write_all(contents)
+        .write_from_start(contents)
         .and_then(|()| match durability {
             Durability::Full => temp.sync_data(),
             Durability::Relaxed => Ok(()),
@@ -1050,16 +1074,11 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     builder.create(dir)
 }
 
-fn create_temp(dir: &Path) -> Result<(PathBuf, File), DirError> {
+fn create_temp(dir: &Path) -> Result<(PathBuf, Writable), DirError> {
     let mut last_err = None;
-    let mut options = OpenOptions::new();
-    options.write(true).create_new(true);
-    // Task files are their owner's alone (0600 on Unix), whatever the umask lets through.
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
     for _ in 0..16 {
         let path = dir.join(format!("{TEMP_PREFIX}{:032x}", random_u128()));
-        match options.open(&path) {
+        match create_new(&path) {
             Ok(file) => return Ok((path, file)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last_err = Some((path, e)),
             Err(source) => {
@@ -1183,7 +1202,7 @@ struct Readable {
 enum ReadableFile {
     Std(File),
     #[cfg(all(target_os = "wasi", target_env = "p2"))]
-    Wasi(crate::wasi_read::WasiFile),
+    Wasi(crate::wasi_fs::WasiFile),
 }
 
 impl Readable {
@@ -1199,10 +1218,10 @@ impl Readable {
 
 /// Opens `path` for reading if it is a regular file: never through a final symbolic link, and
 /// never blocking on a FIFO. Natively one open (`O_NOFOLLOW | O_NONBLOCK`) and one `fstat`;
-/// inside a component through `wasi:filesystem` directly ([`crate::wasi_read`]).
+/// inside a component through `wasi:filesystem` directly ([`crate::wasi_fs`]).
 fn open_for_read(path: &Path) -> Result<Readable, Refused> {
     #[cfg(all(target_os = "wasi", target_env = "p2"))]
-    if let Some(opened) = crate::wasi_read::open(path) {
+    if let Some(opened) = crate::wasi_fs::open(path) {
         return opened.map(|file| Readable {
             stamp: Stamp {
                 size: file.stat.size,
@@ -1254,7 +1273,91 @@ fn id_mismatch(wanted: &str, found: &str) -> String {
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    if let Some(synced) = crate::wasi_fs::sync_dir(dir) {
+        return synced;
+    }
     File::open(dir)?.sync_all()
+}
+
+/// A file a save writes (its temp file, the lock, the version record it overwrites in place):
+/// natively a [`File`], inside a component a `wasi:filesystem` descriptor ([`crate::wasi_fs`]:
+/// one host call per write, and a flush of the data that is `sync-data`, not `sync`).
+enum Writable {
+    Std(File),
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    Wasi(crate::wasi_fs::WasiWriter),
+}
+
+impl Writable {
+    /// Writes all of `bytes` from the start of the file: a file just created, or a version
+    /// record [`open_record_for_save`] left at its start.
+    fn write_from_start(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Writable::Std(file) => file.write_all(bytes),
+            #[cfg(all(target_os = "wasi", target_env = "p2"))]
+            Writable::Wasi(file) => file.write_all_at(bytes, 0),
+        }
+    }
+
+    /// Flushes the file's data (and length) to disk.
+    fn sync_data(&self) -> io::Result<()> {
+        match self {
+            Writable::Std(file) => file.sync_data(),
+            #[cfg(all(target_os = "wasi", target_env = "p2"))]
+            Writable::Wasi(file) => file.sync_data(),
+        }
+    }
+
+    /// Whether `path` names this very file (not followed): `Some(false)` if it names another
+    /// or nothing, `None` if that cannot be told.
+    fn is_at(&self, path: &Path) -> Option<bool> {
+        match self {
+            #[cfg(unix)]
+            Writable::Std(file) => {
+                use std::os::unix::fs::MetadataExt;
+                let mine = file.metadata().ok()?;
+                match fs::symlink_metadata(path) {
+                    Ok(there) => Some(there.dev() == mine.dev() && there.ino() == mine.ino()),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Some(false),
+                    Err(_) => None,
+                }
+            }
+            #[cfg(not(unix))]
+            Writable::Std(_) => {
+                let _ = path;
+                None
+            }
+            #[cfg(all(target_os = "wasi", target_env = "p2"))]
+            Writable::Wasi(file) => file.is_at(path),
+        }
+    }
+
+    /// The file's stamp as it is now.
+    fn stamp(&self) -> io::Result<Stamp> {
+        match self {
+            Writable::Std(file) => file.metadata().map(|meta| Stamp::of(&meta)),
+            #[cfg(all(target_os = "wasi", target_env = "p2"))]
+            Writable::Wasi(file) => file
+                .stamp()
+                .map(|(size, mtime_ns)| Stamp { size, mtime_ns }),
+        }
+    }
+}
+
+/// Creates `path` for writing, failing if anything is there (never through a link). Task
+/// files, locks and records are their owner's alone (0600 on Unix), whatever the umask lets
+/// through; inside a component the host decides.
+fn create_new(path: &Path) -> io::Result<Writable> {
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    if let Some(created) = crate::wasi_fs::create_new(path) {
+        return created.map(Writable::Wasi);
+    }
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map(Writable::Std)
 }
 
 /// 128 random bits from the standard library's per-process hasher keys (seeded from the OS,
@@ -1889,15 +1992,22 @@ mod tests {
         let s = store(&dir);
         s.save_text(r#"{"id":"k"}"#).unwrap();
         let lock = s.lock(".~k.l").unwrap();
-        // Another writer broke it (as if this one had stalled past its lease) and took it.
-        fs::write(dir.path().join(".~k.l"), "someone-else").unwrap();
+        // Another writer judged it stale (as if this one had stalled past its lease), broke it
+        // as the protocol does (aside, then removed) and took it.
+        let path = dir.path().join(".~k.l");
+        s.break_lock(&path, &fs::read_to_string(&path).unwrap());
+        let theirs = s.lock(".~k.l").unwrap();
         let err = s.check_held(&lock).unwrap_err();
         assert!(err.to_string().contains("taken over"), "{err}");
         s.unlock(lock);
         assert_eq!(
-            fs::read_to_string(dir.path().join(".~k.l")).unwrap(),
-            "someone-else",
+            fs::read_to_string(&path).unwrap(),
+            theirs.token,
             "unlock leaves a lock that is not ours"
+        );
+        assert!(
+            s.check_held(&theirs).is_ok(),
+            "the new holder's lock is intact"
         );
     }
 

@@ -22,7 +22,7 @@ pub mod query;
 pub mod state;
 pub mod task;
 #[cfg(all(target_os = "wasi", target_env = "p2"))]
-pub mod wasi_read;
+pub mod wasi_fs;
 
 pub use dir::{DirError, DirStore, Durability, Expect};
 pub use id::{IdError, decode_file_name, encode_id};

@@ -52,7 +52,13 @@ fn strace() -> Option<PathBuf> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Call {
     Write(String),
+    /// `fsync`: the file's data and all its metadata.
     Sync(String),
+    /// `fdatasync`: the file's data and what reading it back needs (its length), not its
+    /// times.
+    SyncData(String),
+    /// An open that is not `O_PATH`.
+    Open(String),
     Rename {
         from: String,
         to: String,
@@ -98,7 +104,11 @@ fn at_path(dir: &str, name: &str) -> Option<String> {
     if name.starts_with('/') {
         return Some(name);
     }
-    Some(format!("{}/{}", fd_path(dir)?.trim_end_matches('/'), name))
+    Some(format!(
+        "{}/{}",
+        fd_path(dir)?.trim_end_matches('/'),
+        name.trim_start_matches("./")
+    ))
 }
 
 /// The path strace resolved for the descriptor a call returned: `= 7</dir/file>`.
@@ -111,9 +121,11 @@ fn parse(line: &str) -> Option<Call> {
     let parts: Vec<&str> = args.split(", ").collect();
     match name {
         "openat" | "openat2" if args.contains("O_PATH") => Some(Call::Hold(returned_path(line)?)),
+        "openat" | "openat2" => Some(Call::Open(at_path(parts.first()?, parts.get(1)?)?)),
         "close" => Some(Call::Close(fd_path(parts[0])?)),
         "write" | "pwrite64" | "pwritev" | "pwritev2" => Some(Call::Write(fd_path(parts[0])?)),
-        "fdatasync" | "fsync" => Some(Call::Sync(fd_path(parts[0])?)),
+        "fsync" => Some(Call::Sync(fd_path(parts[0])?)),
+        "fdatasync" => Some(Call::SyncData(fd_path(parts[0])?)),
         "rename" => Some(Call::Rename {
             from: quoted(parts.first()?)?,
             to: quoted(parts.get(1)?)?,
@@ -140,6 +152,8 @@ fn absolute(call: Call, cwd: &Path) -> Call {
     match call {
         Call::Write(p) => Call::Write(abs(p)),
         Call::Sync(p) => Call::Sync(abs(p)),
+        Call::SyncData(p) => Call::SyncData(abs(p)),
+        Call::Open(p) => Call::Open(abs(p)),
         Call::Rename { from, to } => Call::Rename {
             from: abs(from),
             to: abs(to),
@@ -250,7 +264,7 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
         *c == Call::Write(temp.clone())
     });
     let synced_temp = position(&calls, "flush of the temp file", |c| {
-        *c == Call::Sync(temp.clone())
+        *c == Call::SyncData(temp.clone())
     });
     assert!(
         wrote_temp < synced_temp && synced_temp < rename,
@@ -260,7 +274,7 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
         *c == Call::Write(record.clone())
     });
     let synced_record = position(&calls, "flush of the version record", |c| {
-        *c == Call::Sync(record.clone())
+        *c == Call::SyncData(record.clone())
     });
     let synced_dir = position(&calls, "flush of the directory", |c| {
         *c == Call::Sync(dir.to_owned())
@@ -269,6 +283,26 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
         rename < wrote_record && wrote_record < synced_record && synced_record < synced_dir,
         "{selector}: after the rename, the record is written and flushed, then the directory \
          is flushed: {calls:#?}"
+    );
+    // Files are flushed with `fdatasync` (found above): their data and length, which reading
+    // them back needs, without a write of their times; only the directory takes `fsync`.
+    assert!(
+        !calls
+            .iter()
+            .any(|c| matches!(c, Call::Sync(p) if *p == *temp || *p == record)),
+        "{selector}: the temp file and the record are flushed with fdatasync, not fsync: \
+         {calls:#?}"
+    );
+    // The lock is created, written and removed; whether it is still this saver's is told by
+    // the file the saver holds open, without reading its token back.
+    let lock = format!("{dir}/.~t.l");
+    let lock_opens = calls
+        .iter()
+        .filter(|c| matches!(c, Call::Open(p) | Call::Hold(p) if *p == lock))
+        .count();
+    assert_eq!(
+        lock_opens, 1,
+        "{selector}: the lock is opened once, to create it: {calls:#?}"
     );
     // No write is handed to another thread and back: each file is written by the thread that
     // then flushes it (a hand-off costs two thread switches per write).

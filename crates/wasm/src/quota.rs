@@ -487,9 +487,11 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                     return Ok((Err(ErrorCode::NotPermitted),));
                 }
                 let quota = host.quota.clone().filter(|_| changes);
+                // What an exclusive create would replace is nothing: it fails if anything is
+                // there (and gives back what it was charged), so there is nothing to look at.
                 let before = match &quota {
-                    Some(_) => entry_bytes(host, &fd, &path).await,
-                    None => None,
+                    Some(_) if !exclusive => entry_bytes(host, &fd, &path).await,
+                    _ => None,
                 };
                 let creates =
                     quota.is_some() && before.is_none() && open_flags.contains(OpenFlags::CREATE);

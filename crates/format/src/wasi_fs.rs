@@ -1,4 +1,5 @@
-//! Reading a file inside a `wasm32-wasip2` component through `wasi:filesystem` directly.
+//! Reading and writing files inside a `wasm32-wasip2` component through `wasi:filesystem`
+//! directly.
 //!
 //! `std::fs` reaches the host through wasi-libc, where every `stat` is two host calls (`stat`
 //! and `metadata-hash`, which only fills in an inode number). Reading a Task file safely looks
@@ -10,8 +11,14 @@
 //! the end). Reads are what a component's `get` does, which runs on the host's async workers when
 //! it can (`docs/security.md`, "Where calls run"), so that is where it counts.
 //!
-//! Only reads go this way; writes, renames and syncs stay on `std::fs`. A path beneath no
-//! preopened directory is left to `std::fs` too ([`open`] returns `None`).
+//! The files a save writes (its temp file, the lock, the version record it overwrites in place)
+//! go this way too ([`WasiFile::write_all_at`], [`create_new`], [`open_for_update`]): one
+//! `write` of the whole text where wasi-libc's output stream takes a `check-write`, a `write` and
+//! a flush per 64 KiB, and a flush of a file's data that is one (`sync-data`), where Rust's
+//! standard library asks for `sync`, which also writes the file's metadata (its times) to disk.
+//! So does the flush of the directory ([`sync_dir`]), on the handle the host granted. Renames
+//! and removals stay on `std::fs` (one host call either way). A path beneath no preopened
+//! directory is left to `std::fs` ([`open`] and the others return `None`).
 
 use crate::dir::{Kind, Refused};
 use std::io;
@@ -28,7 +35,8 @@ thread_local! {
     static PREOPENS: Vec<(Descriptor, String)> = preopens::get_directories();
 }
 
-/// A regular file opened for reading, with what `stat` said of it when it was opened.
+/// A regular file opened for reading (by [`open_for_update`], for writing too), with what
+/// `stat` said of it when it was opened.
 pub(crate) struct WasiFile {
     file: Descriptor,
     pub(crate) stat: DescriptorStat,
@@ -74,6 +82,103 @@ impl WasiFile {
         }
         Ok(bytes)
     }
+
+    /// The file, to write (opened by [`open_for_update`]).
+    pub(crate) fn into_writer(self) -> WasiWriter {
+        WasiWriter(self.file)
+    }
+}
+
+/// A file opened for writing.
+pub(crate) struct WasiWriter(Descriptor);
+
+impl WasiWriter {
+    /// Writes all of `bytes` at `offset`: one `write` unless the host writes less than asked.
+    pub(crate) fn write_all_at(&self, mut bytes: &[u8], mut offset: u64) -> io::Result<()> {
+        while !bytes.is_empty() {
+            let written = self.0.write(bytes, offset).map_err(to_io)?;
+            // More than was given would be a host fault; zero would loop for ever.
+            let written = usize::try_from(written)
+                .ok()
+                .filter(|&n| n > 0 && n <= bytes.len())
+                .ok_or_else(|| {
+                    io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        format!("the host wrote {written} of {} bytes", bytes.len()),
+                    )
+                })?;
+            bytes = &bytes[written..];
+            offset += written as u64;
+        }
+        Ok(())
+    }
+
+    /// Flushes the file's data (and its length) to disk, not its times: `sync-data`.
+    pub(crate) fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data().map_err(to_io)
+    }
+
+    /// Whether `path` names this very file (not followed), by the host's `metadata-hash` of
+    /// each (its identity: device and inode): `Some(false)` if it names another or nothing,
+    /// `None` if that cannot be told (or `path` is beneath no preopened directory).
+    pub(crate) fn is_at(&self, path: &Path) -> Option<bool> {
+        let mine = self.0.metadata_hash().ok()?;
+        beneath(path, |dir, rel| {
+            match dir.metadata_hash_at(PathFlags::empty(), rel) {
+                Ok(there) => Some(there.lower == mine.lower && there.upper == mine.upper),
+                Err(ErrorCode::NoEntry) => Some(false),
+                Err(_) => None,
+            }
+        })
+        .flatten()
+    }
+
+    /// The file's length and modification time (nanoseconds), as `stat` says now.
+    pub(crate) fn stamp(&self) -> io::Result<(u64, i128)> {
+        let stat = self.0.stat().map_err(to_io)?;
+        Ok((stat.size, mtime_ns(&stat)))
+    }
+}
+
+/// Creates `path` for writing, failing if anything is there (`exclusive`, which never follows
+/// a link). `None` if `path` is beneath no preopened directory.
+pub(crate) fn create_new(path: &Path) -> Option<io::Result<WasiWriter>> {
+    beneath(path, |dir, rel| {
+        dir.open_at(
+            PathFlags::empty(),
+            rel,
+            OpenFlags::CREATE | OpenFlags::EXCLUSIVE,
+            DescriptorFlags::WRITE,
+        )
+        .map(WasiWriter)
+        .map_err(to_io)
+    })
+}
+
+/// Opens `path` for reading and writing if it is a regular file, refused as [`open`] refuses.
+/// `None` if `path` is beneath no preopened directory.
+pub(crate) fn open_for_update(path: &Path) -> Option<Result<WasiFile, Refused>> {
+    beneath(path, |dir, rel| {
+        open_beneath(dir, rel, DescriptorFlags::READ | DescriptorFlags::WRITE)
+    })
+}
+
+/// Flushes the directory `path` (its entries) to disk: `sync` on the granted directory's own
+/// handle when `path` is that directory. `None` if `path` is beneath no preopened directory.
+pub(crate) fn sync_dir(path: &Path) -> Option<io::Result<()>> {
+    beneath(path, |dir, rel| {
+        if rel == "." {
+            return dir.sync().map_err(to_io);
+        }
+        dir.open_at(
+            PathFlags::empty(),
+            rel,
+            OpenFlags::DIRECTORY,
+            DescriptorFlags::READ,
+        )
+        .and_then(|sub| sub.sync())
+        .map_err(to_io)
+    })
 }
 
 /// Opens `path` for reading if it is a regular file, never following a link and never opening
@@ -81,7 +186,9 @@ impl WasiFile {
 /// open cannot block on it).
 /// `None` if `path` is beneath no preopened directory.
 pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
-    beneath(path, open_beneath)
+    beneath(path, |dir, rel| {
+        open_beneath(dir, rel, DescriptorFlags::READ)
+    })
 }
 
 /// The length and modification time (nanoseconds) of what `path` names, not followed: what
@@ -124,7 +231,7 @@ pub fn set_host_refuses_special_files(refuses: bool) {
     HOST_REFUSES_SPECIAL_FILES.store(refuses, Ordering::Relaxed);
 }
 
-fn open_beneath(dir: &Descriptor, rel: &str) -> Result<WasiFile, Refused> {
+fn open_beneath(dir: &Descriptor, rel: &str, flags: DescriptorFlags) -> Result<WasiFile, Refused> {
     let look = || -> Result<(), Refused> {
         let named = dir
             .stat_at(PathFlags::empty(), rel)
@@ -136,12 +243,7 @@ fn open_beneath(dir: &Descriptor, rel: &str) -> Result<WasiFile, Refused> {
         look()?;
     }
     let file = dir
-        .open_at(
-            PathFlags::empty(),
-            rel,
-            OpenFlags::empty(),
-            DescriptorFlags::READ,
-        )
+        .open_at(PathFlags::empty(), rel, OpenFlags::empty(), flags)
         .map_err(|e| match e {
             // A link (the open does not follow one), or replaced by one after the look.
             ErrorCode::Loop => Refused::Kind(Kind::Link),
