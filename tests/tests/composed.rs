@@ -35,6 +35,9 @@ fn with_state(id: &str, state: &str) -> Task {
 async fn leaving_a_terminal_state_is_refused_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let store = guarded(dir.path());
+    // The composition exports the guard's interfaces only: the file store's `lean` (a save
+    // the host would make straight to it) is not a way around the guard.
+    assert!(!store.supports_lean());
     let terminal = [
         "completed",
         "canceled",

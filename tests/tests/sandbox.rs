@@ -532,6 +532,7 @@ async fn list_and_delete_are_unsupported_without_the_catalog_interface() {
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
     assert!(!store.supports_catalog());
+    assert!(!store.supports_lean());
     let err = store
         .list(&toolnexus::ListQuery::default())
         .await
@@ -560,6 +561,7 @@ async fn list_and_delete_are_unsupported_without_the_catalog_interface() {
     );
     let builtin = WasmTaskStore::file_store(tmp.path().join("b")).unwrap();
     assert!(builtin.supports_catalog());
+    assert!(builtin.supports_lean());
 }
 
 /// A `get` runs on the caller's task, not on Tokio's blocking pool (no hand-off to another

@@ -1,4 +1,5 @@
-//! The toolnexus file store as a WebAssembly component (world `toolnexus:task-store/task-store`).
+//! The toolnexus file store as a WebAssembly component (world
+//! `toolnexus:task-store/lean-full-task-store`: every interface of the contract).
 //!
 //! Build with `cargo build -p toolnexus-file-store-component --target wasm32-wasip2 --release`.
 //! It stores one JSON file per Task in the only directory the host preopens for it (guest path
@@ -7,11 +8,12 @@
 
 wit_bindgen::generate!({
     path: "../../wit",
-    world: "full-task-store",
+    world: "lean-full-task-store",
 });
 
 use exports::toolnexus::task_store::catalog::{Guest as Catalog, ListQuery, TaskPage};
 use exports::toolnexus::task_store::config::Guest as Config;
+use exports::toolnexus::task_store::lean::Guest as Lean;
 use exports::toolnexus::task_store::store::{
     Condition, Guest, StoreError, StoredTask, VersionConflict,
 };
@@ -78,12 +80,32 @@ impl Guest for FileStore {
     fn save(task: String, condition: Condition) -> Result<u64, StoreError> {
         let id = toolnexus_format::task::check_task_text(&task)
             .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
-        let expect = match condition {
-            Condition::Any => Expect::Any,
-            Condition::Absent => Expect::Absent,
-            Condition::Version(v) => Expect::Version(v),
-        };
-        store().save_checked_if(&id, &task, expect).map_err(to_wit)
+        store()
+            .save_checked_if(&id, &task, expect(condition))
+            .map_err(to_wit)
+    }
+}
+
+fn expect(condition: Condition) -> Expect {
+    match condition {
+        Condition::Any => Expect::Any,
+        Condition::Absent => Expect::Absent,
+        Condition::Version(v) => Expect::Version(v),
+    }
+}
+
+impl Lean for FileStore {
+    /// The host checked `task` and says its id: written as given, without a scan (the one that
+    /// `save` needs to find the id is most of a large save's time in WebAssembly).
+    fn save(id: String, task: String, condition: Condition) -> Result<u64, StoreError> {
+        store()
+            .save_checked_if(&id, &task, expect(condition))
+            .map_err(to_wit)
+    }
+
+    /// The Task file alone: its version record is not read.
+    fn get_text(id: String) -> Result<Option<String>, StoreError> {
+        store().get_text(&id).map_err(to_wit)
     }
 }
 

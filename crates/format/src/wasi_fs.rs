@@ -164,11 +164,17 @@ pub(crate) fn open_for_update(path: &Path) -> Option<Result<WasiFile, Refused>> 
 }
 
 /// Flushes the directory `path` (its entries) to disk: `sync` on the granted directory's own
-/// handle when `path` is that directory. `None` if `path` is beneath no preopened directory.
+/// handle when `path` is that directory and the host can sync that handle, else on a handle
+/// opened for it (jco's Node.js host answers `invalid` for the granted handle itself; an
+/// `io` error is never retried, since a second flush may report success for writes the first
+/// one lost). `None` if `path` is beneath no preopened directory.
 pub(crate) fn sync_dir(path: &Path) -> Option<io::Result<()>> {
     beneath(path, |dir, rel| {
         if rel == "." {
-            return dir.sync().map_err(to_io);
+            match dir.sync() {
+                Err(ErrorCode::Invalid | ErrorCode::Unsupported | ErrorCode::BadDescriptor) => {}
+                synced => return synced.map_err(to_io),
+            }
         }
         dir.open_at(
             PathFlags::empty(),

@@ -350,9 +350,10 @@ fn a_durable_save_writes_flushes_renames_and_flushes_the_directory_in_order() {
     assert_durable_order(&strace, "wasm:builtin?dir=./component", "component");
 }
 
-/// A component `get` under this host: the file store opens the Task file and its version
-/// record by name without a `stat` of the name first (the host refuses FIFOs, sockets and
-/// devices itself and says so), and looks at what it opened once.
+/// A component `get` under this host: the file store opens the Task file (and, when the
+/// version is asked for, its version record) by name without a `stat` of the name first (the
+/// host refuses FIFOs, sockets and devices itself and says so), and looks at what it opened
+/// once. A plain `get` reads no version record at all: the host asks through `lean.get-text`.
 #[test]
 fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
     let Some(strace) = strace() else {
@@ -364,44 +365,56 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
     let task_file = cwd.join("task.json");
     fs::write(&task_file, r#"{"id":"t","status":{"state":"working"}}"#).unwrap();
     traced_save(&strace, cwd, selector, &task_file);
-    let (got, log) = traced_tnstore(
-        &strace,
-        cwd,
-        selector,
-        "trace=statx,newfstatat,openat,openat2",
-        &["get", "t"],
-    );
-    assert!(got.contains(r#""id":"t""#), "{got}");
-    for name in ["t.json", ".~t.v"] {
-        // What names the file: a quoted argument ending in its name. Starting the store looks
-        // at every file (the disk quota's count, the temp-file sweep) on threads of its own;
-        // the `get` is the thread that opens the file.
-        let names = |line: &&str| {
-            line.contains(&format!("/{name}\"")) || line.contains(&format!("\"{name}\""))
-        };
-        let calls: Vec<&str> = log.lines().filter(names).collect();
-        let opens: Vec<&str> = calls
-            .iter()
-            .copied()
-            .filter(|line| {
-                call_of(line).is_some_and(|(call, args)| {
-                    call.starts_with("openat") && !args.contains("O_PATH")
-                })
-            })
-            .collect();
-        assert_eq!(opens.len(), 1, "{name} is opened once: {calls:#?}");
-        let get = thread_of(opens[0]);
-        let looked_up: Vec<&str> = calls
-            .iter()
-            .copied()
-            .filter(|line| thread_of(line) == get)
-            .filter(|line| {
-                call_of(line).is_some_and(|(call, _)| call == "statx" || call == "newfstatat")
-            })
-            .collect();
-        assert!(
-            looked_up.is_empty(),
-            "{name} is opened without a stat of its name: {looked_up:#?}"
+    for (args, read) in [
+        (&["get", "t"][..], &["t.json"][..]),
+        (
+            &["get", "t", "--show-version"][..],
+            &["t.json", ".~t.v"][..],
+        ),
+    ] {
+        let (got, log) = traced_tnstore(
+            &strace,
+            cwd,
+            selector,
+            "trace=statx,newfstatat,openat,openat2",
+            args,
         );
+        assert!(got.contains(r#""id":"t""#), "{got}");
+        for name in ["t.json", ".~t.v"] {
+            // What names the file: a quoted argument ending in its name. Starting the store
+            // looks at every file (the disk quota's count, the temp-file sweep) on threads of
+            // its own; the `get` is the thread that opens the file.
+            let names = |line: &&str| {
+                line.contains(&format!("/{name}\"")) || line.contains(&format!("\"{name}\""))
+            };
+            let calls: Vec<&str> = log.lines().filter(names).collect();
+            let opens: Vec<&str> = calls
+                .iter()
+                .copied()
+                .filter(|line| {
+                    call_of(line).is_some_and(|(call, args)| {
+                        call.starts_with("openat") && !args.contains("O_PATH")
+                    })
+                })
+                .collect();
+            if !read.contains(&name) {
+                assert!(opens.is_empty(), "{args:?} opens no {name}: {calls:#?}");
+                continue;
+            }
+            assert_eq!(opens.len(), 1, "{args:?} opens {name} once: {calls:#?}");
+            let get = thread_of(opens[0]);
+            let looked_up: Vec<&str> = calls
+                .iter()
+                .copied()
+                .filter(|line| thread_of(line) == get)
+                .filter(|line| {
+                    call_of(line).is_some_and(|(call, _)| call == "statx" || call == "newfstatat")
+                })
+                .collect();
+            assert!(
+                looked_up.is_empty(),
+                "{args:?} opens {name} without a stat of its name: {looked_up:#?}"
+            );
+        }
     }
 }

@@ -13,12 +13,12 @@ use wasmtime::Store;
 use wasmtime::component::{Instance as ComponentInstance, InstancePre};
 
 /// The bindings for contract 0.2.0, generated for the world with every interface. Only
-/// `store` is required of a component; `config` and `catalog` are each looked up on their own
-/// and used when present.
+/// `store` is required of a component; `config`, `catalog` and `lean` are each looked up on
+/// their own and used when present.
 mod bindings {
     wasmtime::component::bindgen!({
         path: "../../wit",
-        world: "full-task-store",
+        world: "lean-full-task-store",
         exports: { default: async },
     });
 }
@@ -50,6 +50,7 @@ pub(crate) enum Exports {
         store: v2::store::GuestIndices,
         config: Option<v2::config::GuestIndices>,
         catalog: Option<v2::catalog::GuestIndices>,
+        lean: Option<v2::lean::GuestIndices>,
     },
     V0_1 {
         store: v1::store::GuestIndices,
@@ -68,6 +69,7 @@ impl Exports {
                 store: v2::store::GuestIndices::new(pre)?,
                 config: v2::config::GuestIndices::new(pre).ok(),
                 catalog: v2::catalog::GuestIndices::new(pre).ok(),
+                lean: v2::lean::GuestIndices::new(pre).ok(),
             },
             ContractVersion::V0_1 => Exports::V0_1 {
                 store: v1::store::GuestIndices::new(pre)?,
@@ -82,6 +84,11 @@ impl Exports {
             Exports::V0_2 { .. } => ContractVersion::V0_2,
             Exports::V0_1 { .. } => ContractVersion::V0_1,
         }
+    }
+
+    /// Whether the component exports `lean` (0.2 only).
+    pub(crate) fn has_lean(&self) -> bool {
+        matches!(self, Exports::V0_2 { lean: Some(_), .. })
     }
 
     pub(crate) fn has_catalog(&self) -> bool {
@@ -104,6 +111,7 @@ impl Exports {
                 store: api,
                 config,
                 catalog,
+                lean,
             } => {
                 let api = api.load(&mut *store, instance)?;
                 if let Some(config) = config {
@@ -116,9 +124,14 @@ impl Exports {
                     Some(indices) => Some(indices.load(&mut *store, instance)?),
                     None => None,
                 };
+                let lean = match lean {
+                    Some(indices) => Some(indices.load(&mut *store, instance)?),
+                    None => None,
+                };
                 Api::V0_2 {
                     store: api,
                     catalog,
+                    lean,
                 }
             }
             Exports::V0_1 {
@@ -151,6 +164,7 @@ pub(crate) enum Api {
     V0_2 {
         store: v2::store::Guest,
         catalog: Option<v2::catalog::Guest>,
+        lean: Option<v2::lean::Guest>,
     },
     V0_1 {
         store: v1::store::Guest,
@@ -178,13 +192,21 @@ pub(crate) struct Page {
 }
 
 impl Api {
-    /// `get`: the Task's text and, from a 0.2 component, its version.
+    /// `get`: the Task's text and, from a 0.2 component, its version, unless the version is
+    /// not `wanted` and the component exports `lean`: then `lean.get-text`, and no version.
     pub(crate) async fn get(
         &self,
         store: &mut Store<Host>,
         id: &str,
+        wanted: bool,
     ) -> Answer<Option<(String, Option<u64>)>> {
         Ok(match self {
+            Api::V0_2 {
+                lean: Some(lean), ..
+            } if !wanted => lean
+                .call_get_text(store, id)
+                .await?
+                .map(|found| found.map(|text| (text, None))),
             Api::V0_2 { store: api, .. } => api
                 .call_get(store, id)
                 .await?
@@ -197,22 +219,30 @@ impl Api {
         })
     }
 
-    /// `save` on the condition `expect`: the new version from a 0.2 component, `None` from a
-    /// 0.1 one, which takes only [`Expect::Any`].
+    /// `save` on the condition `expect` of `task`, a Task the caller checked whose id is `id`
+    /// (`lean.save` is told so): the new version from a 0.2 component, `None` from a 0.1 one,
+    /// which takes only [`Expect::Any`].
     pub(crate) async fn save(
         &self,
         store: &mut Store<Host>,
+        id: &str,
         task: &str,
         expect: Expect,
     ) -> Answer<Option<u64>> {
         Ok(match self {
-            Api::V0_2 { store: api, .. } => {
+            Api::V0_2 {
+                store: api, lean, ..
+            } => {
                 let condition = match expect {
                     Expect::Any => v2::store::Condition::Any,
                     Expect::Absent => v2::store::Condition::Absent,
                     Expect::Version(v) => v2::store::Condition::Version(v),
                 };
-                api.call_save(store, task, condition).await?.map(Some)
+                match lean {
+                    Some(lean) => lean.call_save(store, id, task, condition).await?,
+                    None => api.call_save(store, task, condition).await?,
+                }
+                .map(Some)
             }
             Api::V0_1 { .. } if expect != Expect::Any => {
                 wasmtime::bail!("host error: a contract 0.1 component cannot save on a condition")

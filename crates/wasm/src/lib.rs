@@ -570,6 +570,13 @@ impl WasmTaskStore {
         self.inner.exports.has_catalog()
     }
 
+    /// Whether the component exports the optional `lean` interface (a save told its id, a
+    /// get without the version), which this host then uses for [`TaskStore::save`],
+    /// [`TaskStore::save_versioned`] and [`TaskStore::get`].
+    pub fn supports_lean(&self) -> bool {
+        self.inner.exports.has_lean()
+    }
+
     /// The version of the contract the component targets.
     pub fn contract_version(&self) -> ContractVersion {
         self.inner.exports.version()
@@ -736,7 +743,11 @@ async fn attempt<T>(
 impl WasmTaskStore {
     /// `get`, its answer checked: the Task asked for, no larger than the limit, and from a 0.2
     /// component its version (never 0); `None` as the version from a 0.1 component.
-    async fn get_checked(&self, id: &str) -> Result<Option<(Task, Option<u64>)>, StoreError> {
+    async fn get_checked(
+        &self,
+        id: &str,
+        version_wanted: bool,
+    ) -> Result<Option<(Task, Option<u64>)>, StoreError> {
         check_id(id)?;
         let id_owned = id.to_owned();
         let found = self
@@ -744,7 +755,7 @@ impl WasmTaskStore {
                 Run::Inline,
                 op(move |i| {
                     let id = id_owned.clone();
-                    Box::pin(async move { i.api.get(&mut i.store, &id).await })
+                    Box::pin(async move { i.api.get(&mut i.store, &id, version_wanted).await })
                 }),
             )
             .await?;
@@ -810,7 +821,11 @@ impl WasmTaskStore {
                     let task = task.clone();
                     Box::pin(async move {
                         Ok(
-                            match i.api.save(&mut i.store, task.as_json(), expect).await? {
+                            match i
+                                .api
+                                .save(&mut i.store, task.id(), task.as_json(), expect)
+                                .await?
+                            {
                                 Ok(version) => Ok(Ok(version)),
                                 Err(WitError::Conflict(conflict)) => Ok(Err(conflict)),
                                 Err(e) => Err(e),
@@ -887,7 +902,7 @@ fn rfc3339(at: Timestamp) -> Result<String, StoreError> {
 #[async_trait::async_trait]
 impl TaskStore for WasmTaskStore {
     async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
-        Ok(self.get_checked(id).await?.map(|(task, _)| task))
+        Ok(self.get_checked(id, false).await?.map(|(task, _)| task))
     }
 
     async fn save(&self, task: &Task) -> Result<(), StoreError> {
@@ -898,7 +913,7 @@ impl TaskStore for WasmTaskStore {
     /// [`StoreError::Unsupported`] (operation `versions`).
     async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
         self.require_0_2("versions")?;
-        match self.get_checked(id).await? {
+        match self.get_checked(id, true).await? {
             None => Ok(None),
             Some((task, Some(version))) => Ok(Some((task, version))),
             Some((_, None)) => unreachable!("a contract 0.2 component's get answers a version"),
