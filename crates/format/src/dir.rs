@@ -176,9 +176,9 @@ pub struct DirStore {
 
 /// A Task file's identity as the version record remembers it: length and modification time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Stamp {
-    size: u64,
-    mtime_ns: i128,
+pub(crate) struct Stamp {
+    pub(crate) size: u64,
+    pub(crate) mtime_ns: i128,
 }
 
 impl Stamp {
@@ -736,10 +736,11 @@ impl DirStore {
                         });
                     }
                     return Ok(Lock {
+                        identity: file.identity(),
                         path,
                         token,
                         acquired,
-                        file,
+                        _file: file,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -869,10 +870,12 @@ struct Lock {
     path: PathBuf,
     token: String,
     acquired: std::time::Instant,
-    /// Open until the lock is released, so that no other file can be given its identity
-    /// (device and inode): the name still naming this file is then the same fact as the name
-    /// still holding this token, found without reading the lock.
-    file: Writable,
+    /// The lock file's identity (device and inode), if it could be told when it was created.
+    identity: Option<(u64, u64)>,
+    /// Open until the lock is released, so that no other file can be given its identity: the
+    /// name still naming that identity is then the same fact as the name still holding this
+    /// token, found without reading the lock.
+    _file: Writable,
 }
 
 impl Lock {
@@ -880,9 +883,14 @@ impl Lock {
     /// perhaps retaken since). By the identity of the file at its name, which is one look
     /// (`statx`); where that cannot be told, by the token in it.
     fn is_ours(&self) -> bool {
-        self.file
-            .is_at(&self.path)
-            .unwrap_or_else(|| read_token(&self.path).is_some_and(|t| t == self.token))
+        let by_identity = self
+            .identity
+            .and_then(|mine| match identity_at(&self.path)? {
+                Ok(there) => Some(there == mine),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Some(false),
+                Err(_) => None,
+            });
+        by_identity.unwrap_or_else(|| read_token(&self.path).is_some_and(|t| t == self.token))
     }
 }
 
@@ -1017,8 +1025,7 @@ fn hold_for_replace(path: &Path) -> (io::Result<Stamp>, Option<File>) {
     // Inside a component the host holds it ([`crate::wasi_fs`] looks in one host call).
     #[cfg(all(target_os = "wasi", target_env = "p2"))]
     if let Some(found) = crate::wasi_fs::stamp_of(path) {
-        let stamp = found.map(|(size, mtime_ns)| Stamp { size, mtime_ns });
-        return (stamp, None);
+        return (found, None);
     }
     (
         fs::symlink_metadata(path).map(|meta| Stamp::of(&meta)),
@@ -1223,10 +1230,7 @@ fn open_for_read(path: &Path) -> Result<Readable, Refused> {
     #[cfg(all(target_os = "wasi", target_env = "p2"))]
     if let Some(opened) = crate::wasi_fs::open(path) {
         return opened.map(|file| Readable {
-            stamp: Stamp {
-                size: file.stat.size,
-                mtime_ns: file.mtime_ns(),
-            },
+            stamp: file.stamp(),
             file: ReadableFile::Wasi(file),
         });
     }
@@ -1309,27 +1313,18 @@ impl Writable {
         }
     }
 
-    /// Whether `path` names this very file (not followed): `Some(false)` if it names another
-    /// or nothing, `None` if that cannot be told.
-    fn is_at(&self, path: &Path) -> Option<bool> {
+    /// The file's identity (device and inode), if it can be told here.
+    fn identity(&self) -> Option<(u64, u64)> {
         match self {
             #[cfg(unix)]
             Writable::Std(file) => {
                 use std::os::unix::fs::MetadataExt;
-                let mine = file.metadata().ok()?;
-                match fs::symlink_metadata(path) {
-                    Ok(there) => Some(there.dev() == mine.dev() && there.ino() == mine.ino()),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Some(false),
-                    Err(_) => None,
-                }
+                file.metadata().ok().map(|meta| (meta.dev(), meta.ino()))
             }
             #[cfg(not(unix))]
-            Writable::Std(_) => {
-                let _ = path;
-                None
-            }
+            Writable::Std(_) => None,
             #[cfg(all(target_os = "wasi", target_env = "p2"))]
-            Writable::Wasi(file) => file.is_at(path),
+            Writable::Wasi(file) => file.identity().ok(),
         }
     }
 
@@ -1338,10 +1333,27 @@ impl Writable {
         match self {
             Writable::Std(file) => file.metadata().map(|meta| Stamp::of(&meta)),
             #[cfg(all(target_os = "wasi", target_env = "p2"))]
-            Writable::Wasi(file) => file
-                .stamp()
-                .map(|(size, mtime_ns)| Stamp { size, mtime_ns }),
+            Writable::Wasi(file) => file.stamp(),
         }
+    }
+}
+
+/// The identity of what `path` names (not followed), as [`Writable::identity`] tells it;
+/// `None` where that cannot be told.
+fn identity_at(path: &Path) -> Option<io::Result<(u64, u64)>> {
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    if let Some(found) = crate::wasi_fs::identity_at(path) {
+        return Some(found);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(fs::symlink_metadata(path).map(|meta| (meta.dev(), meta.ino())))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
     }
 }
 

@@ -12,7 +12,7 @@
 //! it can (`docs/security.md`, "Where calls run"), so that is where it counts.
 //!
 //! The files a save writes (its temp file, the lock, the version record it overwrites in place)
-//! go this way too ([`WasiFile::write_all_at`], [`create_new`], [`open_for_update`]): one
+//! go this way too ([`WasiWriter::write_all_at`], [`create_new`], [`open_for_update`]): one
 //! `write` of the whole text where wasi-libc's output stream takes a `check-write`, a `write` and
 //! a flush per 64 KiB, and a flush of a file's data that is one (`sync-data`), where Rust's
 //! standard library asks for `sync`, which also writes the file's metadata (its times) to disk.
@@ -20,7 +20,7 @@
 //! and removals stay on `std::fs` (one host call either way). A path beneath no preopened
 //! directory is left to `std::fs` ([`open`] and the others return `None`).
 
-use crate::dir::{Kind, Refused};
+use crate::dir::{Kind, Refused, Stamp};
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,9 +43,9 @@ pub(crate) struct WasiFile {
 }
 
 impl WasiFile {
-    /// The file's modification time in nanoseconds since the epoch ([`mtime_ns`]).
-    pub(crate) fn mtime_ns(&self) -> i128 {
-        mtime_ns(&self.stat)
+    /// The file's stamp when it was opened.
+    pub(crate) fn stamp(&self) -> Stamp {
+        stamp(&self.stat)
     }
 
     /// At most `limit` bytes from the start of the file.
@@ -118,26 +118,27 @@ impl WasiWriter {
         self.0.sync_data().map_err(to_io)
     }
 
-    /// Whether `path` names this very file (not followed), by the host's `metadata-hash` of
-    /// each (its identity: device and inode): `Some(false)` if it names another or nothing,
-    /// `None` if that cannot be told (or `path` is beneath no preopened directory).
-    pub(crate) fn is_at(&self, path: &Path) -> Option<bool> {
-        let mine = self.0.metadata_hash().ok()?;
-        beneath(path, |dir, rel| {
-            match dir.metadata_hash_at(PathFlags::empty(), rel) {
-                Ok(there) => Some(there.lower == mine.lower && there.upper == mine.upper),
-                Err(ErrorCode::NoEntry) => Some(false),
-                Err(_) => None,
-            }
-        })
-        .flatten()
+    /// The file's identity: the host's `metadata-hash` (of its device and inode).
+    pub(crate) fn identity(&self) -> io::Result<(u64, u64)> {
+        let hash = self.0.metadata_hash().map_err(to_io)?;
+        Ok((hash.lower, hash.upper))
     }
 
-    /// The file's length and modification time (nanoseconds), as `stat` says now.
-    pub(crate) fn stamp(&self) -> io::Result<(u64, i128)> {
-        let stat = self.0.stat().map_err(to_io)?;
-        Ok((stat.size, mtime_ns(&stat)))
+    /// The file's stamp, as `stat` says now.
+    pub(crate) fn stamp(&self) -> io::Result<Stamp> {
+        Ok(stamp(&self.0.stat().map_err(to_io)?))
     }
+}
+
+/// The identity of what `path` names, not followed, as [`WasiWriter::identity`] tells it.
+/// `None` if `path` is beneath no preopened directory.
+pub(crate) fn identity_at(path: &Path) -> Option<io::Result<(u64, u64)>> {
+    beneath(path, |dir, rel| {
+        let hash = dir
+            .metadata_hash_at(PathFlags::empty(), rel)
+            .map_err(to_io)?;
+        Ok((hash.lower, hash.upper))
+    })
 }
 
 /// Creates `path` for writing, failing if anything is there (`exclusive`, which never follows
@@ -200,10 +201,9 @@ pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
 /// The length and modification time (nanoseconds) of what `path` names, not followed: what
 /// `std::fs::symlink_metadata` would say of them, in one host call instead of two. `None` if
 /// `path` is beneath no preopened directory.
-pub(crate) fn stamp_of(path: &Path) -> Option<io::Result<(u64, i128)>> {
+pub(crate) fn stamp_of(path: &Path) -> Option<io::Result<Stamp>> {
     beneath(path, |dir, rel| {
-        let stat = dir.stat_at(PathFlags::empty(), rel).map_err(to_io)?;
-        Ok((stat.size, mtime_ns(&stat)))
+        Ok(stamp(&dir.stat_at(PathFlags::empty(), rel).map_err(to_io)?))
     })
 }
 
@@ -266,13 +266,16 @@ fn open_beneath(dir: &Descriptor, rel: &str, flags: DescriptorFlags) -> Result<W
     Ok(WasiFile { file, stat })
 }
 
-/// The modification time in nanoseconds since the epoch, as `std::fs::Metadata` reports it
-/// inside a component (wasi-libc fills `st_mtim` from the same field, with 0 where the host
-/// keeps none).
-fn mtime_ns(stat: &DescriptorStat) -> i128 {
-    stat.data_modification_timestamp.map_or(0, |t| {
-        i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanoseconds)
-    })
+/// The length and modification time that `stat` reported; the time in nanoseconds since the
+/// epoch, as `std::fs::Metadata` reports it inside a component (wasi-libc fills `st_mtim` from
+/// the same field, with 0 where the host keeps none).
+fn stamp(stat: &DescriptorStat) -> Stamp {
+    Stamp {
+        size: stat.size,
+        mtime_ns: stat.data_modification_timestamp.map_or(0, |t| {
+            i128::from(t.seconds) * 1_000_000_000 + i128::from(t.nanoseconds)
+        }),
+    }
 }
 
 fn regular(kind: DescriptorType) -> Result<(), Refused> {
