@@ -308,6 +308,7 @@ async fn created_directories_are_0700_and_task_files_0600() {
         assert_eq!(mode(&tmp.path().join("new")), 0o700, "{name}: parent");
         assert_eq!(mode(&dir), 0o700, "{name}: directory");
         assert_eq!(mode(&dir.join("t1.json")), 0o600, "{name}: Task file");
+        assert_eq!(mode(&dir.join(".~t1.v")), 0o600, "{name}: version record");
     }
 }
 

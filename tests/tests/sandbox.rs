@@ -778,3 +778,32 @@ async fn a_component_opens_no_fifo() {
     let opened = store.get("open:plain").await.unwrap().unwrap();
     assert_eq!(opened.get("opened").unwrap(), "plain");
 }
+
+/// A positional `read` answers at most 1 MiB, however much a component asks for: that bounds
+/// what the host allocates for one call. Below that, it answers with everything asked for up
+/// to the end of the file, and says when it reached the end, so a store reads a file in one call.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_answers_at_most_a_mebibyte_and_says_where_the_file_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(tmp.path().join("big"), vec![b'b'; 3 << 20]).unwrap();
+    fs::write(tmp.path().join("small"), b"0123456789").unwrap();
+    let store = open(tmp.path());
+    for (name, len, got, end) in [
+        ("big", u64::MAX, 1 << 20, false),
+        ("big", 5000, 5000, false),
+        ("small", 11, 10, true),
+        ("small", 10, 10, false),
+        ("small", 4, 4, false),
+    ] {
+        let read = store
+            .get(&format!("read-once:{name}:{len}"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (read.get("got").unwrap(), read.get("end").unwrap()),
+            (&json!(got.to_string()), &json!(end.to_string())),
+            "{name}, {len} bytes asked for"
+        );
+    }
+}

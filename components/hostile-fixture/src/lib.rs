@@ -23,6 +23,7 @@
 //! | `open:<name>` | opens `<name>` in its directory for reading, as any store would (no look first), and reports that it did, or fails with the `io` error |
 //! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file), `files` (empty files), `rename-self` (writes, renaming the file onto itself after each chunk), `truncate-reuse` (a write stream opened before its file is truncated elsewhere, rewriting it, then a second file) or `unlink-held` (files of 256 KiB written, kept open and unlinked); reports how far it got and the error that stopped it |
 //! | `fill-fail:<how>:<bytes>` | the same, but fails with an `io` error when a write is refused, as a store would |
+//! | `read-once:<name>:<len>` | opens `<name>` in its directory and asks for `<len>` bytes from its start in one positional `read`; reports how many it got (`got`) and whether the host said the file ended there (`end`) |
 //!
 //! `save` traps if the Task's text contains `"trap"` and otherwise succeeds without storing.
 //! `configure` (it exports the optional `config` interface) sleeps forever if its directory
@@ -280,6 +281,34 @@ fn fill(_how: &str, _bytes: u64) -> Result<(u64, Option<String>), StoreError> {
     Ok((0, None))
 }
 
+/// One positional `read` of `len` bytes from the start of the file `name`: how many bytes the
+/// host answered with, and whether it said the file ended there.
+#[cfg(target_family = "wasm")]
+fn read_once(name: &str, len: u64) -> Result<(usize, bool), StoreError> {
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let dirs = wasip2::filesystem::preopens::get_directories();
+    let (root, _) = dirs
+        .first()
+        .ok_or_else(|| StoreError::Io("no preopened directory".into()))?;
+    let file = root
+        .open_at(
+            PathFlags::empty(),
+            name,
+            OpenFlags::empty(),
+            DescriptorFlags::READ,
+        )
+        .map_err(|e| StoreError::Io(format!("open {name}: {e:?}")))?;
+    let (bytes, end) = file
+        .read(len, 0)
+        .map_err(|e| StoreError::Io(format!("read {name}: {e:?}")))?;
+    Ok((bytes.len(), end))
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn read_once(_name: &str, _len: u64) -> Result<(usize, bool), StoreError> {
+    Ok((0, false))
+}
+
 /// Natively (clippy, `cargo test --workspace`) the crate is only type-checked.
 #[cfg(not(target_family = "wasm"))]
 fn links(_attempt: &mut impl FnMut(&str, String)) {}
@@ -403,6 +432,20 @@ impl Guest for Hostile {
                 Ok(_) => Ok(Some(report(&id, &[("opened".into(), name.into())]))),
                 Err(e) => Err(StoreError::Io(format!("open {name}: {e}"))),
             };
+        }
+        if let Some(args) = id.strip_prefix("read-once:") {
+            let (name, len) = args
+                .split_once(':')
+                .and_then(|(name, len)| Some((name, len.parse::<u64>().ok()?)))
+                .ok_or_else(|| StoreError::InvalidInput("read-once:<name>:<len>".into()))?;
+            let (got, end) = read_once(name, len)?;
+            return Ok(Some(report(
+                &id,
+                &[
+                    ("got".into(), got.to_string()),
+                    ("end".into(), end.to_string()),
+                ],
+            )));
         }
         if let Some(ms) = id.strip_prefix("sleep:") {
             let ms: u64 = ms

@@ -7,8 +7,9 @@
 //! after (its type, length and time): four host calls and four system calls through `std::fs`,
 //! two here. A read through here is one `stat-at` of the name (not followed; skipped under a
 //! host that refuses to open special files, [`set_host_refuses_special_files`]), one `open-at`,
-//! one `stat` of what was opened, and its bytes through a stream (one read, and one more to see
-//! the end). Reads are what a component's `get` does, which runs on the host's async workers when
+//! one `stat` of what was opened, and its bytes by positional `read` (one call where the host
+//! reports the end with the last bytes; a stream would take four: make it, read, read again to
+//! see the end, drop it). Reads are what a component's `get` does, which runs on the host's async workers when
 //! it can (`docs/security.md`, "Where calls run"), so that is where it counts.
 //!
 //! The files a save writes (its temp file, the lock, the version record it overwrites in place)
@@ -28,7 +29,6 @@ use wasip2::filesystem::preopens;
 use wasip2::filesystem::types::{
     Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
 };
-use wasip2::io::streams::StreamError;
 
 thread_local! {
     /// The preopened directories, asked for once per instance (each ask makes new handles).
@@ -48,36 +48,44 @@ impl WasiFile {
         stamp(&self.stat)
     }
 
-    /// At most `limit` bytes from the start of the file.
+    /// At most `limit` bytes from the start of the file, by positional `read`s: a host that
+    /// reports the end of the file with its last bytes (the toolnexus host does) answers a
+    /// file of the length `stat` saw in one call; another takes one more, which finds nothing.
     pub(crate) fn read_up_to(&self, limit: u64) -> io::Result<Vec<u8>> {
-        let stream = self.file.read_via_stream(0).map_err(to_io)?;
         let mut bytes = Vec::new();
         while (bytes.len() as u64) < limit {
-            // The rest of the file as `stat` saw it and one byte more, so the end is seen in
-            // two reads (the second asks for that one byte); then, if the file grew, 64 KiB at a
-            // time. The host fills a buffer of the size asked for: never ask for much more than
-            // there is.
+            // The rest of the file as `stat` saw it and one byte more, so the end is seen
+            // there; then, if the file grew, 64 KiB at a time. The host fills a buffer of the
+            // size asked for: never ask for much more than there is.
             let rest = self
                 .stat
                 .size
                 .saturating_add(1)
                 .saturating_sub(bytes.len() as u64);
             let want = (limit - bytes.len() as u64).min(if rest > 0 { rest } else { 64 << 10 });
-            match stream.blocking_read(want) {
-                // `blocking-read` answers at least one byte unless the stream has ended.
-                Ok(chunk) if chunk.is_empty() => break,
+            let (chunk, end) = self.file.read(want, bytes.len() as u64).map_err(to_io)?;
+            if chunk.len() as u64 > want {
+                return Err(io::Error::other(format!(
+                    "the host read {} bytes where {want} were asked for",
+                    chunk.len()
+                )));
+            }
+            if chunk.is_empty() {
+                break;
+            }
+            if bytes.is_empty() {
                 // The first read is usually the whole file: kept, not copied; if more is to
                 // come, room for the rest is made at once.
-                Ok(chunk) if bytes.is_empty() => {
-                    let more = want.saturating_sub(chunk.len() as u64);
-                    bytes = chunk;
+                let more = want.saturating_sub(chunk.len() as u64);
+                bytes = chunk;
+                if !end {
                     bytes.reserve(more as usize);
                 }
-                Ok(chunk) => bytes.extend_from_slice(&chunk),
-                Err(StreamError::Closed) => break,
-                Err(StreamError::LastOperationFailed(e)) => {
-                    return Err(io::Error::other(e.to_debug_string()));
-                }
+            } else {
+                bytes.extend_from_slice(&chunk);
+            }
+            if end {
+                break;
             }
         }
         Ok(bytes)

@@ -26,7 +26,7 @@ const REQUIRE_ENV: &str = "TOOLNEXUS_REQUIRE_STRACE";
 
 /// The system calls a save's durability depends on.
 const TRACED: &str = "trace=openat,openat2,write,pwrite64,pwritev,pwritev2,fdatasync,fsync,\
-                      rename,renameat,renameat2,unlink,unlinkat,close";
+                      rename,renameat,renameat2,unlink,unlinkat,close,fchmod,chmod,fchmodat";
 
 /// strace, or `None` (after printing why) when the test may skip.
 fn strace() -> Option<PathBuf> {
@@ -57,6 +57,8 @@ enum Call {
     /// `fdatasync`: the file's data and what reading it back needs (its length), not its
     /// times.
     SyncData(String),
+    /// A change of a file's mode after its open.
+    Chmod(String),
     /// An open that is not `O_PATH`.
     Open(String),
     Rename {
@@ -123,6 +125,9 @@ fn parse(line: &str) -> Option<Call> {
         "openat" | "openat2" if args.contains("O_PATH") => Some(Call::Hold(returned_path(line)?)),
         "openat" | "openat2" => Some(Call::Open(at_path(parts.first()?, parts.get(1)?)?)),
         "close" => Some(Call::Close(fd_path(parts[0])?)),
+        "fchmod" => Some(Call::Chmod(fd_path(parts[0])?)),
+        "chmod" => Some(Call::Chmod(quoted(parts.first()?)?)),
+        "fchmodat" => Some(Call::Chmod(at_path(parts.first()?, parts.get(1)?)?)),
         "write" | "pwrite64" | "pwritev" | "pwritev2" => Some(Call::Write(fd_path(parts[0])?)),
         "fsync" => Some(Call::Sync(fd_path(parts[0])?)),
         "fdatasync" => Some(Call::SyncData(fd_path(parts[0])?)),
@@ -160,6 +165,7 @@ fn absolute(call: Call, cwd: &Path) -> Call {
         },
         Call::Hold(p) => Call::Hold(abs(p)),
         Call::Close(p) => Call::Close(abs(p)),
+        Call::Chmod(p) => Call::Chmod(abs(p)),
     }
 }
 
@@ -304,6 +310,16 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
         lock_opens, 1,
         "{selector}: the lock is opened once, to create it: {calls:#?}"
     );
+    // Every file a save creates is created private (0600) by its open: no mode is changed
+    // after (`files.rs` checks the modes).
+    let chmods: Vec<&Call> = calls
+        .iter()
+        .filter(|c| matches!(c, Call::Chmod(_)))
+        .collect();
+    assert!(
+        chmods.is_empty(),
+        "{selector}: files are created private, not made so after: {chmods:#?}"
+    );
     // No write is handed to another thread and back: each file is written by the thread that
     // then flushes it (a hand-off costs two thread switches per write).
     assert!(
@@ -353,7 +369,9 @@ fn a_durable_save_writes_flushes_renames_and_flushes_the_directory_in_order() {
 /// A component `get` under this host: the file store opens the Task file (and, when the
 /// version is asked for, its version record) by name without a `stat` of the name first (the
 /// host refuses FIFOs, sockets and devices itself and says so), and looks at what it opened
-/// once. A plain `get` reads no version record at all: the host asks through `lean.get-text`.
+/// once: the store's own `stat` of what it opened is the only one (the host looked at the
+/// name just before opening it, and does not look again). A plain `get` reads no version
+/// record at all: the host asks through `lean.get-text`.
 #[test]
 fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
     let Some(strace) = strace() else {
@@ -376,7 +394,7 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
             &strace,
             cwd,
             selector,
-            "trace=statx,newfstatat,openat,openat2",
+            "trace=statx,newfstatat,fstat,openat,openat2,close",
             args,
         );
         assert!(got.contains(r#""id":"t""#), "{got}");
@@ -414,6 +432,38 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
             assert!(
                 looked_up.is_empty(),
                 "{args:?} opens {name} without a stat of its name: {looked_up:#?}"
+            );
+            // The descriptor the open returned (`= 9</dir/t.json>`), and what the get asked
+            // of it until it was closed.
+            let fd = opens[0]
+                .rsplit(" = ")
+                .next()
+                .and_then(|ret| ret.split('<').next())
+                .map(|fd| format!("{fd}<"))
+                .unwrap();
+            let after_open: Vec<&str> = log
+                .lines()
+                .skip_while(|line| *line != opens[0])
+                .skip(1)
+                .filter(|line| thread_of(line) == get)
+                .take_while(|line| {
+                    !call_of(line)
+                        .is_some_and(|(call, args)| call == "close" && args.starts_with(&fd))
+                })
+                .collect();
+            let stats: Vec<&str> = after_open
+                .iter()
+                .copied()
+                .filter(|line| {
+                    call_of(line).is_some_and(|(call, args)| {
+                        matches!(call, "statx" | "newfstatat" | "fstat") && args.starts_with(&fd)
+                    })
+                })
+                .collect();
+            assert_eq!(
+                stats.len(),
+                1,
+                "{args:?} looks at the {name} it opened once: {after_open:#?}"
             );
         }
     }

@@ -13,13 +13,13 @@
 //!   `RESOLVE_CACHED` before `open-at`, `stat-at`, `readlink-at` and `metadata-hash-at`;
 //!   anything but a regular file, a directory or a link not followed, such as a FIFO whose open
 //!   would wait, counts as uncached, and so do a followed link and `..`, which the kernel does
-//!   not resolve from its cache alone), and file bytes are read with `preadv2(RWF_NOWAIT)`
-//!   ([`InlineReads`]). `stat` of an open descriptor never waits. What "cached" means is the
-//!   kernel's judgement: a read it completes within the call may have touched the disk.
+//!   not resolve from its cache alone), and file bytes are read with `preadv2(RWF_NOWAIT)`,
+//!   through a stream ([`InlineReads`]) or positional `read`. `stat` of an open descriptor
+//!   never waits. What "cached" means is the kernel's judgement: a read it completes within
+//!   the call may have touched the disk.
 //! - **Everything else that touches the disk** (writes, also through a write stream kept from
 //!   an earlier call, `set-size`, `set-times`, syncs, creates, truncates, renames, unlinks, new
-//!   directories, new write streams, listing a directory, positional `read`) is never done
-//!   inline.
+//!   directories, new write streams, listing a directory) is never done inline.
 //!
 //! Where a call on a worker would wait, the host stops it before doing any of it, with
 //! [`NeedsBlocking`], drops the instance, and runs the call again on the blocking pool under
@@ -35,11 +35,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource};
+use wasmtime_wasi::OpenMode;
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    Filesize, HostDescriptor, HostDirectoryEntryStream, NewTimestamp, PathFlags,
+    DescriptorFlags, Filesize, HostDescriptor, HostDirectoryEntryStream, NewTimestamp, PathFlags,
 };
-use wasmtime_wasi::p2::{InputStream, OutputStream, Pollable, ReaddirIterator, StreamError};
+use wasmtime_wasi::p2::{
+    FsError, InputStream, OutputStream, Pollable, ReaddirIterator, StreamError,
+};
 
 /// Whether the instance's call in progress runs on an async worker; shared with its file
 /// streams.
@@ -119,10 +122,28 @@ pub(crate) fn check_lookup(
     let Ok(Descriptor::Dir(found)) = host.table.get(dir) else {
         return Ok(()); // not a directory: the real call refuses it
     };
-    if cached_lookup(&found.dir, path, follow)? == Found::FileOrDirectory {
-        host.inline_checked = Some((dir.rep(), path.to_owned()));
-    }
+    let regular = match cached_lookup(&found.dir, path, follow)? {
+        Found::File => true,
+        Found::Directory => false,
+        Found::Other => return Ok(()),
+    };
+    host.inline_checked = Some(Checked {
+        dir: dir.rep(),
+        path: path.to_owned(),
+        regular,
+    });
     Ok(())
+}
+
+/// A name found cached in the call in progress, naming a regular file or a directory
+/// ([`check_lookup`]).
+#[derive(Debug)]
+pub(crate) struct Checked {
+    /// The handle of the directory the name is under.
+    dir: u32,
+    path: String,
+    /// A regular file, not a directory.
+    regular: bool,
 }
 
 /// Whether `path` under `dir` was found, in this call, to be a regular file or a directory
@@ -130,13 +151,110 @@ pub(crate) fn check_lookup(
 pub(crate) fn checked(host: &Host, dir: &Resource<Descriptor>, path: &str) -> bool {
     host.inline_checked
         .as_ref()
-        .is_some_and(|(rep, p)| *rep == dir.rep() && p == path)
+        .is_some_and(|c| c.dir == dir.rep() && c.path == path)
+}
+
+/// Whether `path` under `dir` was found, in this call, to be a regular file (by
+/// [`check_lookup`]).
+pub(crate) fn checked_regular(host: &Host, dir: &Resource<Descriptor>, path: &str) -> bool {
+    host.inline_checked
+        .as_ref()
+        .is_some_and(|c| c.regular && c.dir == dir.rep() && c.path == path)
+}
+
+/// Opens `path` under `dir`, just found to be a regular file (by [`check_lookup`] inline, by
+/// an `O_PATH` look otherwise), as wasmtime-wasi's `open-at` would open it for `flags` without
+/// `open-flags`, less its look at what it opened: that look was just taken, and the guest's
+/// `stat` of what it gets tells it the rest. Inline, the name is resolved from the kernel's
+/// cache only, and the call is stopped if it has left it since the look. The open never
+/// blocks on a FIFO swapped in after the look (`O_NONBLOCK`, which a regular file ignores).
+/// `None` where this does not apply (other flags, a write to a read-only directory, not
+/// Linux) or the open failed: the real call then opens, or says why it cannot, in
+/// wasmtime-wasi's words.
+pub(crate) fn open_regular(
+    host: &mut Host,
+    dir: &Resource<Descriptor>,
+    path: &str,
+    follow: bool,
+    flags: DescriptorFlags,
+) -> wasmtime::Result<Option<Resource<Descriptor>>> {
+    // As wasmtime-wasi opens a file: for reading unless asked only to write.
+    let (write, mode) = if flags == DescriptorFlags::READ || flags == DescriptorFlags::empty() {
+        (false, OpenMode::READ)
+    } else if flags == DescriptorFlags::READ | DescriptorFlags::WRITE {
+        (true, OpenMode::READ | OpenMode::WRITE)
+    } else if flags == DescriptorFlags::WRITE {
+        (true, OpenMode::WRITE)
+    } else {
+        return Ok(None);
+    };
+    let Ok(Descriptor::Dir(found)) = host.table.get(dir) else {
+        return Ok(None);
+    };
+    if write && found.perms.write_not_permitted() {
+        return Ok(None);
+    }
+    let perms = found.perms;
+    let Some(file) = open_beneath(&found.dir, path, follow, mode, host.inline.get())? else {
+        return Ok(None);
+    };
+    // Every instance's WASI context lets file I/O block the thread of the call
+    // (`crate::pool`): so does this file.
+    let file = wasmtime_wasi::filesystem::File::new(file, perms, mode, true);
+    Ok(Some(host.table.push(Descriptor::File(file))?))
+}
+
+#[cfg(target_os = "linux")]
+fn open_beneath(
+    dir: &std::fs::File,
+    path: &str,
+    follow: bool,
+    mode: OpenMode,
+    cached: bool,
+) -> wasmtime::Result<Option<std::fs::File>> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    use rustix::io::Errno;
+    let access = match (
+        mode.contains(OpenMode::READ),
+        mode.contains(OpenMode::WRITE),
+    ) {
+        (true, true) => OFlags::RDWR,
+        (false, true) => OFlags::WRONLY,
+        _ => OFlags::RDONLY,
+    };
+    let mut flags = access | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
+    if !follow {
+        flags |= OFlags::NOFOLLOW;
+    }
+    let mut resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    if cached {
+        resolve |= ResolveFlags::CACHED;
+    }
+    match rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve) {
+        Ok(fd) => Ok(Some(std::fs::File::from(fd))),
+        Err(Errno::AGAIN) if cached => {
+            Err(stop("a lookup of a name not in the kernel's cache", false))
+        }
+        Err(_) => Ok(None),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn open_beneath(
+    _dir: &std::fs::File,
+    _path: &str,
+    _follow: bool,
+    _mode: OpenMode,
+    _cached: bool,
+) -> wasmtime::Result<Option<std::fs::File>> {
+    Ok(None)
 }
 
 /// What a lookup from the cache found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Found {
-    FileOrDirectory,
+    File,
+    Directory,
     /// A link (not followed), or nothing the real call will find (it reports why).
     Other,
 }
@@ -153,7 +271,8 @@ fn cached_lookup(dir: &std::fs::File, path: &str, follow: bool) -> wasmtime::Res
     match rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve) {
         Ok(found) => {
             match rustix::fs::fstat(&found).map(|st| FileType::from_raw_mode(st.st_mode)) {
-                Ok(FileType::RegularFile | FileType::Directory) => Ok(Found::FileOrDirectory),
+                Ok(FileType::RegularFile) => Ok(Found::File),
+                Ok(FileType::Directory) => Ok(Found::Directory),
                 Ok(FileType::Symlink) => Ok(Found::Other),
                 _ => Err(stop("opening something that is not a file", false)),
             }
@@ -176,8 +295,8 @@ const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 /// Wraps the functions of `wasi:filesystem/types` that may wait for the disk and that no other
 /// wrapper ([`crate::quota`], [`crate::links`]) checks already (after WASI was added to
 /// `linker`): never inline `sync`, `sync-data`, `set-times`, `set-times-at`,
-/// `read-directory`, `read`; inline only over cached names `stat-at`, `readlink-at`,
-/// `metadata-hash-at`.
+/// `read-directory`; inline only over cached names `stat-at`, `readlink-at`,
+/// `metadata-hash-at`; `read` of a file only from the page cache ([`read_positional`]).
 pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.allow_shadowing(true);
     let mut types = linker.instance(FILESYSTEM_TYPES)?;
@@ -274,7 +393,19 @@ pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
          (fd, len, offset): (Resource<Descriptor>, Filesize, Filesize)| {
             Box::new(async move {
                 let host = cx.data_mut();
-                check(host, "read")?;
+                if let Ok(Descriptor::File(file)) = host.table.get(&fd) {
+                    let file = Arc::clone(&file.file);
+                    return match read_positional(&file, len, offset, host.inline.get()) {
+                        Ok(read) => Ok((Ok(read),)),
+                        Err(NotRead::WouldWait) => {
+                            Err(stop("a read of a file not in the page cache", false))
+                        }
+                        Err(NotRead::Failed(e)) => {
+                            crate::quota::answer(host, Err(FsError::from(e)))
+                        }
+                    };
+                }
+                // Not a file: wasmtime-wasi says what is wrong.
                 let result = HostDescriptor::read(&mut host.filesystem(), fd, len, offset).await;
                 crate::quota::answer(host, result)
             })
@@ -318,6 +449,55 @@ pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     )?;
     linker.allow_shadowing(false);
     Ok(())
+}
+
+/// The most one positional `read` answers with, and so the most the host allocates for one:
+/// a guest that asks for more gets this much and asks again.
+const MAX_READ: usize = 1 << 20;
+
+/// Why a positional read has no answer.
+#[derive(Debug)]
+enum NotRead {
+    /// Inline, the bytes are not all in the page cache: the call is stopped.
+    WouldWait,
+    Failed(std::io::Error),
+}
+
+/// `descriptor.read` of a file, on the thread of the call: up to `len` bytes (at most
+/// [`MAX_READ`]) from `offset`, and whether the end of the file was reached. wasmtime-wasi's
+/// own reads once and says "end" only when that read found nothing, so a guest reading a file
+/// whole asks twice; this reads on until it has `len` bytes or finds the end, which it then
+/// reports with the bytes: a file read in one call. Inline the reads are `preadv2(RWF_NOWAIT)`,
+/// and a read that would wait for the disk stops the call ([`NeedsBlocking`]) before any answer.
+fn read_positional(
+    file: &std::fs::File,
+    len: Filesize,
+    offset: Filesize,
+    inline: bool,
+) -> Result<(Vec<u8>, bool), NotRead> {
+    let want = usize::try_from(len).unwrap_or(usize::MAX).min(MAX_READ);
+    let mut buf = vec![0; want];
+    let mut got = 0;
+    let mut end = false;
+    while got < want {
+        let at = offset.saturating_add(got as u64);
+        let read = match inline {
+            true => read_nowait(file, &mut buf[got..], at),
+            false => read_at(file, &mut buf[got..], at),
+        };
+        match read {
+            Read::Bytes(0) => {
+                end = true;
+                break;
+            }
+            Read::Bytes(n) => got += n,
+            Read::Failed(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Read::Failed(e) => return Err(NotRead::Failed(e)),
+            Read::WouldWait => return Err(NotRead::WouldWait),
+        }
+    }
+    buf.truncate(got);
+    Ok((buf, end))
 }
 
 /// What one read or `check-write` of a file stream moves at most, as wasmtime-wasi's file
@@ -560,6 +740,91 @@ mod tests {
         assert_eq!(needs.op, "sync");
         assert!(needs.counts);
         assert!(needs_blocking(&wasmtime::Error::msg("a trap")).is_none());
+    }
+
+    #[test]
+    fn a_positional_read_reads_on_to_what_was_asked_or_the_end_and_says_which() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("data");
+        let data: Vec<u8> = (0..5000).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).unwrap();
+        let file = std::fs::File::open(&path).unwrap();
+        let inline = cfg!(target_os = "linux");
+        for on_worker in [false, inline] {
+            let read = |len, offset| read_positional(&file, len, offset, on_worker).unwrap();
+            assert_eq!(
+                read(5001, 0),
+                (data.clone(), true),
+                "the whole file, and its end"
+            );
+            assert_eq!(
+                read(5000, 0),
+                (data.clone(), false),
+                "all asked for: end not seen"
+            );
+            assert_eq!(read(10, 4995), (data[4995..].to_vec(), true));
+            assert_eq!(read(7, 100), (data[100..107].to_vec(), false));
+            assert_eq!(read(7, 5000), (Vec::new(), true), "at the end");
+            assert_eq!(read(7, 1 << 40), (Vec::new(), true), "past it");
+            assert_eq!(read(0, 0), (Vec::new(), false), "nothing asked for");
+        }
+        // An offset no file can have is the system's error, as from wasmtime-wasi.
+        assert!(matches!(
+            read_positional(&file, 7, u64::MAX, false),
+            Err(NotRead::Failed(e)) if e.kind() == std::io::ErrorKind::InvalidInput
+        ));
+        let big = tmp.path().join("big");
+        std::fs::write(&big, vec![7u8; MAX_READ + 10]).unwrap();
+        let big = std::fs::File::open(&big).unwrap();
+        let (bytes, end) = read_positional(&big, u64::MAX, 0, false).unwrap();
+        assert_eq!(
+            (bytes.len(), end),
+            (MAX_READ, false),
+            "at most MAX_READ per call"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_opened_after_a_look_is_opened_as_asked_and_never_waits_on_a_fifo() {
+        use std::io::{Read, Write};
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("task.json"), "{}").unwrap();
+        std::os::unix::fs::symlink("task.json", tmp.path().join("link")).unwrap();
+        let fifo = std::ffi::CString::new(tmp.path().join("fifo").to_str().unwrap()).unwrap();
+        // SAFETY: a plain call with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let dir = std::fs::File::open(tmp.path()).unwrap();
+        let mut text = String::new();
+        open_beneath(&dir, "task.json", false, OpenMode::READ, true)
+            .unwrap()
+            .expect("a cached regular file opens")
+            .read_to_string(&mut text)
+            .unwrap();
+        assert_eq!(text, "{}");
+        let mut file = open_beneath(&dir, "task.json", false, OpenMode::WRITE, false)
+            .unwrap()
+            .expect("opens for writing");
+        file.write_all(b"[]").unwrap();
+        assert!(file.read(&mut [0; 2]).is_err(), "opened only to write");
+        assert_eq!(std::fs::read(tmp.path().join("task.json")).unwrap(), b"[]");
+        // A link is not followed unless asked to be, and nothing escapes the directory.
+        assert!(matches!(
+            open_beneath(&dir, "link", false, OpenMode::READ, false),
+            Ok(None)
+        ));
+        assert!(
+            open_beneath(&dir, "link", true, OpenMode::READ, false)
+                .unwrap()
+                .is_some()
+        );
+        assert!(matches!(
+            open_beneath(&dir, "../x", false, OpenMode::READ, false),
+            Ok(None)
+        ));
+        // A FIFO swapped in after the look: the open returns at once, without a writer.
+        let opened = open_beneath(&dir, "fifo", false, OpenMode::READ, false).unwrap();
+        assert!(opened.is_some(), "opened without waiting for a writer");
     }
 
     #[test]

@@ -114,7 +114,7 @@ pub(crate) struct Host {
     pub(crate) inline: InlineFlag,
     /// The last file or directory found cached in this call
     /// ([`crate::inline::check_lookup`]): the handle of the directory it is under, its path.
-    pub(crate) inline_checked: Option<(u32, String)>,
+    pub(crate) inline_checked: Option<crate::inline::Checked>,
 }
 
 impl Drop for Host {

@@ -302,33 +302,45 @@ fn hold_replaced(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Opt
     path_handle(host, dir, path, false)
 }
 
-/// Whether `path` under `dir` names a FIFO, a socket or a device, which the host never opens
-/// for a component (Linux; elsewhere nothing is refused here). The open of a FIFO waits in the
-/// kernel for a writer, without bound and out of reach of the call's deadline, holding a
-/// blocking thread all along; a device's open can have effects outside the directory. A name
-/// swapped for a FIFO between this look and the open is not caught: that takes another writer
-/// of the directory racing the component.
-fn opens_special(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow: bool) -> bool {
+/// What a look at a name before opening it found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// A FIFO, a socket or a device, which the host never opens for a component.
+    Special,
+    Regular,
+    /// Anything else: a directory, a link not followed, nothing (the real call says why).
+    Other,
+}
+
+/// What `path` under `dir` names (Linux; elsewhere [`Look::Other`]): a FIFO, a socket or a
+/// device is never opened for a component. The open of a FIFO waits in the kernel for a
+/// writer, without bound and out of reach of the call's deadline, holding a blocking thread
+/// all along; a device's open can have effects outside the directory. A name swapped for
+/// something else between this look and the open is not caught by it: that takes another
+/// writer of the directory racing the component (and the host's own open of a regular file,
+/// [`inline::open_regular`], does not wait on a FIFO even then).
+fn look(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow: bool) -> Look {
     let Some(found) = path_handle(host, dir, path, follow) else {
-        return false;
+        return Look::Other;
     };
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::FileType;
-        rustix::fs::fstat(&found).is_ok_and(|st| {
-            matches!(
-                FileType::from_raw_mode(st.st_mode),
+        match rustix::fs::fstat(&found).map(|st| FileType::from_raw_mode(st.st_mode)) {
+            Ok(FileType::RegularFile) => Look::Regular,
+            Ok(
                 FileType::Fifo
-                    | FileType::Socket
-                    | FileType::CharacterDevice
-                    | FileType::BlockDevice
-            )
-        })
+                | FileType::Socket
+                | FileType::CharacterDevice
+                | FileType::BlockDevice,
+            ) => Look::Special,
+            _ => Look::Other,
+        }
     }
     #[cfg(not(target_os = "linux"))]
     {
         let () = found;
-        false
+        Look::Other
     }
 }
 
@@ -345,6 +357,66 @@ fn make_private(host: &mut Host, file: &Resource<Descriptor>) {
     }
     #[cfg(not(unix))]
     let _ = (host, file);
+}
+
+/// An exclusive create (`create` and `exclusive`, nothing else; read-write stores), done here
+/// in one system call where wasmtime-wasi takes three: the open, a `statx` of what it opened
+/// (a file it just created), and [`make_private`]'s `fchmod` (its `open-at` cannot take a
+/// mode). The file is created 0600, resolved beneath `dir` as wasmtime-wasi resolves it
+/// (`openat2` with `RESOLVE_BENEATH` and `RESOLVE_NO_MAGICLINKS`, a final link never followed),
+/// and opened as wasmtime-wasi would open it for `flags`. `None` where this does not apply, and
+/// when the create failed (nothing was created then): the real call makes it, or says why it
+/// cannot, in wasmtime-wasi's words. `Err` (a trap, as from wasmtime-wasi) if the instance
+/// holds too many handles to be given the file.
+fn create_private(
+    host: &mut Host,
+    dir: &Resource<Descriptor>,
+    path: &str,
+    open_flags: OpenFlags,
+    flags: DescriptorFlags,
+) -> wasmtime::Result<Option<Resource<Descriptor>>> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{Mode, OFlags, ResolveFlags};
+        use wasmtime_wasi::OpenMode;
+        if open_flags != OpenFlags::CREATE | OpenFlags::EXCLUSIVE
+            || !(DescriptorFlags::READ | DescriptorFlags::WRITE).contains(flags)
+        {
+            return Ok(None);
+        }
+        let Ok(Descriptor::Dir(found)) = host.table.get(dir) else {
+            return Ok(None);
+        };
+        if found.perms.write_not_permitted() {
+            return Ok(None);
+        }
+        let perms = found.perms;
+        // As wasmtime-wasi opens it: a create writes; it reads too unless asked only to write.
+        let (access, mode) = match flags == DescriptorFlags::WRITE {
+            true => (OFlags::WRONLY, OpenMode::WRITE),
+            false => (OFlags::RDWR, OpenMode::READ | OpenMode::WRITE),
+        };
+        let oflags = access | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+        let Ok(created) = rustix::fs::openat2(
+            &*found.dir,
+            path,
+            oflags,
+            Mode::from_raw_mode(0o600),
+            resolve,
+        ) else {
+            return Ok(None);
+        };
+        // Every instance's WASI context lets file I/O block the thread of the call
+        // (`crate::pool`): so does this file.
+        let file = wasmtime_wasi::filesystem::File::new(created.into(), perms, mode, true);
+        Ok(Some(host.table.push(Descriptor::File(file))?))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (host, dir, path, open_flags, flags);
+        Ok(None)
+    }
 }
 
 /// Whether two paths name the same file (links are not followed); `false` if either is missing.
@@ -480,11 +552,24 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 // An exclusive create opens nothing that is there already; a name just found
                 // to be a file or a directory need not be looked at again.
                 let exclusive = open_flags.contains(OpenFlags::CREATE | OpenFlags::EXCLUSIVE);
-                if !exclusive
-                    && !inline::checked(host, &fd, &path)
-                    && opens_special(host, &fd, &path, follow)
-                {
+                let found = if exclusive {
+                    Look::Other
+                } else if inline::checked_regular(host, &fd, &path) {
+                    Look::Regular
+                } else if inline::checked(host, &fd, &path) {
+                    Look::Other
+                } else {
+                    look(host, &fd, &path, follow)
+                };
+                if found == Look::Special {
                     return Ok((Err(ErrorCode::NotPermitted),));
+                }
+                // A plain open of a regular file, opened here without a second look at it.
+                if found == Look::Regular
+                    && open_flags == OpenFlags::empty()
+                    && let Some(file) = inline::open_regular(host, &fd, &path, follow, flags)?
+                {
+                    return Ok((Ok(file),));
                 }
                 let quota = host.quota.clone().filter(|_| changes);
                 // What an exclusive create would replace is nothing: it fails if anything is
@@ -501,18 +586,24 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 {
                     return no_space();
                 }
-                let result = HostDescriptor::open_at(
-                    &mut host.filesystem(),
-                    fd,
-                    path_flags,
-                    path,
-                    open_flags,
-                    flags,
-                )
-                .await;
+                let (result, private) = match create_private(host, &fd, &path, open_flags, flags)? {
+                    Some(file) => (Ok(file), true),
+                    None => {
+                        let result = HostDescriptor::open_at(
+                            &mut host.filesystem(),
+                            fd,
+                            path_flags,
+                            path,
+                            open_flags,
+                            flags,
+                        )
+                        .await;
+                        (result, false)
+                    }
+                };
                 if let Some(quota) = &quota {
                     match (&result, before) {
-                        (Ok(file), _) if creates => make_private(host, file),
+                        (Ok(file), _) if creates && !private => make_private(host, file),
                         (Err(_), _) if creates => quota.credit(ENTRY_BYTES),
                         (Ok(_), Some(bytes)) if open_flags.contains(OpenFlags::TRUNCATE) => {
                             quota.credit(bytes.saturating_sub(ENTRY_BYTES))
