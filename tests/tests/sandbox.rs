@@ -807,3 +807,31 @@ async fn a_read_answers_at_most_a_mebibyte_and_says_where_the_file_ends() {
         );
     }
 }
+
+/// A `get` runs on its caller's runtime, whose timers its embedder may not have enabled (Tokio
+/// panics at a timer there). A component's clock wait is timed by the host's own timer thread:
+/// it sleeps and answers, inline and on the blocking pool, and a wait past the deadline is cut
+/// at it, on a runtime without timers as on any other.
+#[test]
+fn a_clock_wait_needs_no_timers_from_the_callers_runtime() {
+    let tmp = tempfile::tempdir().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = open(tmp.path());
+        assert_eq!(store.get("sleep:10").await.unwrap(), None, "inline");
+        assert_timeout(&store.get("sleep-forever").await.unwrap_err());
+        // Gets that write: after three, the store's gets run on the blocking pool.
+        for _ in 0..3 {
+            store.get("fill:files:4096").await.unwrap();
+        }
+        assert_eq!(
+            store.get("sleep:10").await.unwrap(),
+            None,
+            "on the blocking pool"
+        );
+        assert_timeout(&store.get("sleep-forever").await.unwrap_err());
+    });
+}

@@ -12,6 +12,11 @@
 //!
 //! The guest's monotonic clock is ours too ([`GuestClock`]), so a `subscribe-instant` on the
 //! guest's clock maps exactly onto a host instant.
+//!
+//! A wait is timed by a Tokio runtime of the host's own ([`timers`]: one thread, made at the
+//! first wait), not by the runtime of the call: a `get` runs on its caller's runtime, whose
+//! timers its embedder may not have enabled, and Tokio panics at a timer there. A guest's
+//! sleep would then have panicked its caller's task.
 
 use crate::pool::Host;
 use std::time::{Duration, Instant};
@@ -55,14 +60,61 @@ impl wasmtime_wasi::HostMonotonicClock for GuestClock {
     }
 }
 
-/// A clock subscription: ready at a host instant.
-struct Sleep(tokio::time::Instant);
+/// A clock subscription: ready at a host instant, timed by [`timers`] once it is waited for.
+struct Sleep {
+    at: tokio::time::Instant,
+    timer: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        if let Some(timer) = &self.timer {
+            timer.abort();
+        }
+    }
+}
 
 #[async_trait::async_trait]
 impl Pollable for Sleep {
     async fn ready(&mut self) {
-        tokio::time::sleep_until(self.0).await;
+        if tokio::time::Instant::now() >= self.at {
+            return;
+        }
+        let at = self.at;
+        let Some(timers) = timers() else {
+            // No timer thread could be made: ready now. A guest that waits again spins until
+            // its deadline, where the epoch stops it.
+            return;
+        };
+        // The sleep is made inside the task, on the timer runtime: made here, it would take
+        // the calling runtime's timers.
+        let timer = self
+            .timer
+            .get_or_insert_with(|| timers.spawn(async move { tokio::time::sleep_until(at).await }));
+        // Aborted only by `drop`; a timer runtime that is gone wakes the waiter.
+        let _ = timer.await;
+        self.timer = None;
     }
+}
+
+/// The host's timer runtime: one thread that times every guest's clock waits, whatever
+/// runtime the call runs on. `None` (logged once) if it could not be started.
+fn timers() -> Option<&'static tokio::runtime::Runtime> {
+    static TIMERS: std::sync::OnceLock<Option<tokio::runtime::Runtime>> =
+        std::sync::OnceLock::new();
+    TIMERS
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("toolnexus-timers")
+                .enable_time()
+                .build()
+                .inspect_err(|e| {
+                    tracing::error!("cannot start the timer thread for guests' clock waits: {e}")
+                })
+                .ok()
+        })
+        .as_ref()
 }
 
 /// Replaces the monotonic clock's subscriptions in `linker` (after WASI was added to it).
@@ -101,6 +153,9 @@ fn sleep_until(
             host.deadline.at
         }
     };
-    let sleep = host.table.push(Sleep(tokio::time::Instant::from_std(at)))?;
+    let sleep = host.table.push(Sleep {
+        at: tokio::time::Instant::from_std(at),
+        timer: None,
+    })?;
     subscribe(&mut host.table, sleep)
 }
