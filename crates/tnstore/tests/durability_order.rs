@@ -183,9 +183,29 @@ fn traced_tnstore(
     trace: &str,
     args: &[&str],
 ) -> (String, String) {
+    let (output, log) = traced_output(strace, cwd, selector, &["-e", trace], args);
+    assert!(
+        output.status.success(),
+        "{selector}: the traced {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    (String::from_utf8(output.stdout).unwrap(), log)
+}
+
+/// Runs `tnstore --store SELECTOR ARGS…` in `cwd` under strace with the options `strace_args`
+/// (besides `-f -qq -y`): how it ended, and strace's log.
+fn traced_output(
+    strace: &Path,
+    cwd: &Path,
+    selector: &str,
+    strace_args: &[&str],
+    args: &[&str],
+) -> (std::process::Output, String) {
     let log = cwd.join("strace.log");
     let output = Command::new(strace)
-        .args(["-f", "-qq", "-y", "-e", trace, "-o"])
+        .args(["-f", "-qq", "-y"])
+        .args(strace_args)
+        .arg("-o")
         .arg(&log)
         .arg(TNSTORE)
         .args(["--store", selector])
@@ -195,15 +215,7 @@ fn traced_tnstore(
         .env("TOOLNEXUS_CACHE_DIR", cwd.join("cache"))
         .output()
         .expect("strace starts");
-    assert!(
-        output.status.success(),
-        "{selector}: the traced {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    (
-        String::from_utf8(output.stdout).unwrap(),
-        fs::read_to_string(&log).unwrap(),
-    )
+    (output, fs::read_to_string(&log).unwrap())
 }
 
 /// Runs `tnstore --store SELECTOR save FILE` under strace in `cwd`: the calls of all its
@@ -467,4 +479,67 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
             );
         }
     }
+}
+
+/// A component call held in a system call past its deadline (here the file store's flush of
+/// its temp file, which strace holds for 4 s; on a host, a hung disk or a flush of everything
+/// the component wrote) is answered as timed out while the system call is still held: the
+/// deadline stops guest code and clock waits, the caller's backstop (twice the deadline and a
+/// second) the wait for the answer. The save did not complete: the guest met its deadline when
+/// the flush let go.
+#[test]
+fn a_call_held_in_a_system_call_is_answered_at_its_backstop() {
+    let Some(strace) = strace() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let task_file = cwd.join("task.json");
+    fs::write(&task_file, r#"{"id":"t","status":{"state":"working"}}"#).unwrap();
+    traced_save(&strace, cwd, "wasm:builtin?dir=./component", &task_file);
+    fs::write(&task_file, r#"{"id":"t","status":{"state":"completed"}}"#).unwrap();
+    let (output, log) = traced_output(
+        &strace,
+        cwd,
+        "wasm:builtin?dir=./component&timeout=200ms",
+        &[
+            "-s",
+            "256",
+            "-e",
+            "trace=fdatasync,write",
+            "-e",
+            "inject=fdatasync:delay_enter=4000000",
+        ],
+        &["save", task_file.to_str().unwrap()],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("exceeded its deadline of 200ms"),
+        "{stderr}"
+    );
+    let lines: Vec<&str> = log.lines().collect();
+    let answered = lines
+        .iter()
+        .position(|line| line.contains(" write(2<") && line.contains("exceeded its deadline"))
+        .unwrap_or_else(|| panic!("the error is written: {log}"));
+    let let_go = lines
+        .iter()
+        .position(|line| line.contains("fdatasync resumed") || line.contains("(DELAYED)"))
+        .unwrap_or_else(|| panic!("the flush was held: {log}"));
+    assert!(
+        answered < let_go,
+        "answered while the flush was still held: {log}"
+    );
+    let (got, _) = traced_tnstore(
+        &strace,
+        cwd,
+        "wasm:builtin?dir=./component",
+        "trace=none",
+        &["get", "t"],
+    );
+    assert!(
+        got.contains("working"),
+        "the timed-out save changed nothing: {got}"
+    );
 }

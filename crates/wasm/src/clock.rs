@@ -97,6 +97,22 @@ impl Pollable for Sleep {
     }
 }
 
+/// Waits `duration` on the host's timer thread ([`timers`]), from any runtime; for ever if
+/// that thread could not be started.
+pub(crate) async fn host_sleep(duration: Duration) {
+    let Some(timers) = timers() else {
+        return std::future::pending().await;
+    };
+    struct Aborted(tokio::task::JoinHandle<()>);
+    impl Drop for Aborted {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let mut timer = Aborted(timers.spawn(async move { tokio::time::sleep(duration).await }));
+    let _ = (&mut timer.0).await;
+}
+
 /// The host's timer runtime: one thread that times every guest's clock waits, whatever
 /// runtime the call runs on. `None` (logged once) if it could not be started.
 fn timers() -> Option<&'static tokio::runtime::Runtime> {

@@ -187,7 +187,9 @@ pub struct Limits {
     /// The most all linear memories of an instance may hold together, in bytes. Default
     /// 64 MiB.
     pub memory_bytes: usize,
-    /// How long one call may run before it is interrupted. Default 5 s.
+    /// How long one call may run before it is interrupted. Default 5 s. A call held past it
+    /// in a system call (a hung disk), where interruption cannot reach, is answered as timed
+    /// out at twice this and a second.
     pub timeout: Duration,
     /// The largest Task, as JSON text, accepted by `save` or from `get`. Default 16 MiB.
     pub max_task_bytes: usize,
@@ -662,7 +664,7 @@ impl WasmTaskStore {
             }
         }
         let inner = Arc::clone(&self.inner);
-        tokio::task::spawn_blocking(move || {
+        let work = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             wasmtime_wasi::runtime::in_tokio(async {
                 let instance = match inner.take_idle() {
@@ -674,10 +676,36 @@ impl WasmTaskStore {
                     .await
                     .unwrap_or_else(|needs| Err(inner.component_error(needs.to_string())))
             })
-        })
-        .await
-        .map_err(|e| self.inner.component_error(format!("call aborted: {e}")))?
+        });
+        let timeout = self.inner.limits.timeout;
+        tokio::select! {
+            joined = work => {
+                joined.map_err(|e| self.inner.component_error(format!("call aborted: {e}")))?
+            }
+            () = clock::host_sleep(backstop(timeout)) => {
+                tracing::warn!(
+                    component = %self.inner.name,
+                    "a call is still held in a system call {:?} past its deadline (a slow or \
+                     hung disk, or a flush of much data): answered as timed out; its thread \
+                     keeps its instance until the system call returns, and what the call was \
+                     doing may still complete",
+                    backstop(timeout).saturating_sub(timeout)
+                );
+                Err(self.inner.limit_error(Limit::Timeout(timeout)))
+            }
+        }
     }
+}
+
+/// How long a caller waits for a call on the blocking pool: its deadline (`timeout`) and as
+/// much again for making an instance (`configure` runs under a deadline of its own), and a
+/// second more. The deadline stops guest code and clock waits, not a system call: a call held
+/// in one (a hung disk, or a flush of all a component wrote) is answered as timed out here,
+/// while its thread, and the instance permit it holds, wait for the kernel.
+fn backstop(timeout: Duration) -> Duration {
+    timeout
+        .saturating_mul(2)
+        .saturating_add(Duration::from_secs(1))
 }
 
 /// Where a call should run ([`WasmTaskStore::call`]).
