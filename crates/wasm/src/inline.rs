@@ -162,31 +162,43 @@ pub(crate) fn checked_regular(host: &Host, dir: &Resource<Descriptor>, path: &st
         .is_some_and(|c| c.regular && c.dir == dir.rep() && c.path == path)
 }
 
-/// Opens `path` under `dir`, just found to be a regular file (by [`check_lookup`] inline, by
-/// an `O_PATH` look otherwise), as wasmtime-wasi's `open-at` would open it for `flags` without
-/// `open-flags`, less its look at what it opened: that look was just taken, and the guest's
-/// `stat` of what it gets tells it the rest. Inline, the name is resolved from the kernel's
-/// cache only, and the call is stopped if it has left it since the look. The open never
-/// blocks on a FIFO swapped in after the look (`O_NONBLOCK`, which a regular file ignores).
-/// `None` where this does not apply (other flags, a write to a read-only directory, not
-/// Linux) or the open failed: the real call then opens, or says why it cannot, in
-/// wasmtime-wasi's words.
-pub(crate) fn open_regular(
+/// Opens `path` under `dir` for the guest, as wasmtime-wasi's `open-at` would open it for
+/// `flags` without `open-flags` (`create`: with `create` and `exclusive`), in one system call
+/// where wasmtime-wasi takes two or three:
+///
+/// - an existing name, just found to be a regular file (by [`check_lookup`] inline, by an
+///   `O_PATH` look otherwise), is opened without a second look at what was opened (the look
+///   was just taken; the guest's `stat` of what it gets tells it the rest). Inline, it is
+///   resolved from the kernel's cache only, and the call is stopped if it has left it since
+///   the look. The open never blocks on a FIFO swapped in after the look (`O_NONBLOCK`, which a
+///   regular file ignores);
+/// - a create makes the file 0600 as it creates it, where wasmtime-wasi's `open-at` cannot
+///   take a mode (the host changed it after, `quota::make_private`). A final link is never
+///   followed.
+///
+/// Names resolve beneath `dir` as wasmtime-wasi resolves them (`openat2` with
+/// `RESOLVE_BENEATH` and `RESOLVE_NO_MAGICLINKS`). `None` where this does not apply (other
+/// flags, a write to a read-only directory, not Linux) or the open failed (nothing was created
+/// then): the real call then opens, or says why it cannot, in wasmtime-wasi's words. `Err` (a
+/// trap, as from wasmtime-wasi) if the instance holds too many handles to be given the file.
+pub(crate) fn open_here(
     host: &mut Host,
     dir: &Resource<Descriptor>,
     path: &str,
+    create: bool,
     follow: bool,
     flags: DescriptorFlags,
 ) -> wasmtime::Result<Option<Resource<Descriptor>>> {
-    // As wasmtime-wasi opens a file: for reading unless asked only to write.
-    let (write, mode) = if flags == DescriptorFlags::READ || flags == DescriptorFlags::empty() {
-        (false, OpenMode::READ)
-    } else if flags == DescriptorFlags::READ | DescriptorFlags::WRITE {
-        (true, OpenMode::READ | OpenMode::WRITE)
-    } else if flags == DescriptorFlags::WRITE {
-        (true, OpenMode::WRITE)
-    } else {
+    if !(DescriptorFlags::READ | DescriptorFlags::WRITE).contains(flags) {
         return Ok(None);
+    }
+    // As wasmtime-wasi opens a file: a create writes; a file is read unless asked only to be
+    // written.
+    let write = create || flags.contains(DescriptorFlags::WRITE);
+    let mode = match (flags != DescriptorFlags::WRITE, write) {
+        (true, true) => OpenMode::READ | OpenMode::WRITE,
+        (false, true) => OpenMode::WRITE,
+        _ => OpenMode::READ,
     };
     let Ok(Descriptor::Dir(found)) = host.table.get(dir) else {
         return Ok(None);
@@ -195,7 +207,13 @@ pub(crate) fn open_regular(
         return Ok(None);
     }
     let perms = found.perms;
-    let Some(file) = open_beneath(&found.dir, path, follow, mode, host.inline.get())? else {
+    let how = Open {
+        create,
+        follow,
+        mode,
+        cached: host.inline.get(),
+    };
+    let Some(file) = open_beneath(&found.dir, path, how)? else {
         return Ok(None);
     };
     // Every instance's WASI context lets file I/O block the thread of the call
@@ -204,35 +222,50 @@ pub(crate) fn open_regular(
     Ok(Some(host.table.push(Descriptor::File(file))?))
 }
 
+/// How [`open_beneath`] opens a name.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    /// Create it (exclusively, 0600).
+    create: bool,
+    /// Follow a final link (never when creating).
+    follow: bool,
+    mode: OpenMode,
+    /// Resolve the name from the kernel's cache only.
+    cached: bool,
+}
+
 #[cfg(target_os = "linux")]
 fn open_beneath(
     dir: &std::fs::File,
     path: &str,
-    follow: bool,
-    mode: OpenMode,
-    cached: bool,
+    how: Open,
 ) -> wasmtime::Result<Option<std::fs::File>> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     use rustix::io::Errno;
     let access = match (
-        mode.contains(OpenMode::READ),
-        mode.contains(OpenMode::WRITE),
+        how.mode.contains(OpenMode::READ),
+        how.mode.contains(OpenMode::WRITE),
     ) {
         (true, true) => OFlags::RDWR,
         (false, true) => OFlags::WRONLY,
         _ => OFlags::RDONLY,
     };
     let mut flags = access | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOCTTY;
-    if !follow {
+    let mut mode = Mode::empty();
+    if how.create {
+        flags |= OFlags::CREATE | OFlags::EXCL;
+        mode = Mode::from_raw_mode(0o600);
+    }
+    if how.create || !how.follow {
         flags |= OFlags::NOFOLLOW;
     }
     let mut resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-    if cached {
+    if how.cached {
         resolve |= ResolveFlags::CACHED;
     }
-    match rustix::fs::openat2(dir, path, flags, Mode::empty(), resolve) {
+    match rustix::fs::openat2(dir, path, flags, mode, resolve) {
         Ok(fd) => Ok(Some(std::fs::File::from(fd))),
-        Err(Errno::AGAIN) if cached => {
+        Err(Errno::AGAIN) if how.cached => {
             Err(stop("a lookup of a name not in the kernel's cache", false))
         }
         Err(_) => Ok(None),
@@ -243,9 +276,7 @@ fn open_beneath(
 fn open_beneath(
     _dir: &std::fs::File,
     _path: &str,
-    _follow: bool,
-    _mode: OpenMode,
-    _cached: bool,
+    _how: Open,
 ) -> wasmtime::Result<Option<std::fs::File>> {
     Ok(None)
 }
@@ -786,7 +817,7 @@ mod tests {
 
     #[cfg(target_os = "linux")]
     #[test]
-    fn a_file_opened_after_a_look_is_opened_as_asked_and_never_waits_on_a_fifo() {
+    fn the_host_opens_as_asked_waits_on_no_fifo_and_creates_files_private() {
         use std::io::{Read, Write};
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("task.json"), "{}").unwrap();
@@ -796,13 +827,17 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
         let dir = std::fs::File::open(tmp.path()).unwrap();
         let mut text = String::new();
-        open_beneath(&dir, "task.json", false, OpenMode::READ, true)
+        open_beneath(&dir, "task.json", reading(false, true))
             .unwrap()
             .expect("a cached regular file opens")
             .read_to_string(&mut text)
             .unwrap();
         assert_eq!(text, "{}");
-        let mut file = open_beneath(&dir, "task.json", false, OpenMode::WRITE, false)
+        let writing = Open {
+            mode: OpenMode::WRITE,
+            ..reading(false, false)
+        };
+        let mut file = open_beneath(&dir, "task.json", writing)
             .unwrap()
             .expect("opens for writing");
         file.write_all(b"[]").unwrap();
@@ -810,21 +845,51 @@ mod tests {
         assert_eq!(std::fs::read(tmp.path().join("task.json")).unwrap(), b"[]");
         // A link is not followed unless asked to be, and nothing escapes the directory.
         assert!(matches!(
-            open_beneath(&dir, "link", false, OpenMode::READ, false),
+            open_beneath(&dir, "link", reading(false, false)),
             Ok(None)
         ));
         assert!(
-            open_beneath(&dir, "link", true, OpenMode::READ, false)
+            open_beneath(&dir, "link", reading(true, false))
                 .unwrap()
                 .is_some()
         );
         assert!(matches!(
-            open_beneath(&dir, "../x", false, OpenMode::READ, false),
+            open_beneath(&dir, "../x", reading(false, false)),
             Ok(None)
         ));
         // A FIFO swapped in after the look: the open returns at once, without a writer.
-        let opened = open_beneath(&dir, "fifo", false, OpenMode::READ, false).unwrap();
+        let opened = open_beneath(&dir, "fifo", reading(false, false)).unwrap();
         assert!(opened.is_some(), "opened without waiting for a writer");
+        // A create makes the file private whatever the umask, and only if nothing is there.
+        let create = Open {
+            create: true,
+            mode: OpenMode::WRITE,
+            ..reading(false, false)
+        };
+        assert!(open_beneath(&dir, "new", create).unwrap().is_some());
+        let made = std::fs::metadata(tmp.path().join("new")).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&made.permissions()) & 0o777,
+            0o600
+        );
+        assert!(
+            matches!(open_beneath(&dir, "new", create), Ok(None)),
+            "exclusive"
+        );
+        assert!(
+            matches!(open_beneath(&dir, "link", create), Ok(None)),
+            "never through a link"
+        );
+    }
+
+    #[cfg(target_os = "linux")]
+    fn reading(follow: bool, cached: bool) -> Open {
+        Open {
+            create: false,
+            follow,
+            mode: OpenMode::READ,
+            cached,
+        }
     }
 
     #[test]

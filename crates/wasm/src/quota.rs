@@ -318,7 +318,7 @@ enum Look {
 /// all along; a device's open can have effects outside the directory. A name swapped for
 /// something else between this look and the open is not caught by it: that takes another
 /// writer of the directory racing the component (and the host's own open of a regular file,
-/// [`inline::open_regular`], does not wait on a FIFO even then).
+/// [`inline::open_here`], does not wait on a FIFO even then).
 fn look(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow: bool) -> Look {
     let Some(found) = path_handle(host, dir, path, follow) else {
         return Look::Other;
@@ -359,15 +359,8 @@ fn make_private(host: &mut Host, file: &Resource<Descriptor>) {
     let _ = (host, file);
 }
 
-/// An exclusive create (`create` and `exclusive`, nothing else; read-write stores), done here
-/// in one system call where wasmtime-wasi takes three: the open, a `statx` of what it opened
-/// (a file it just created), and [`make_private`]'s `fchmod` (its `open-at` cannot take a
-/// mode). The file is created 0600, resolved beneath `dir` as wasmtime-wasi resolves it
-/// (`openat2` with `RESOLVE_BENEATH` and `RESOLVE_NO_MAGICLINKS`, a final link never followed),
-/// and opened as wasmtime-wasi would open it for `flags`. `None` where this does not apply, and
-/// when the create failed (nothing was created then): the real call makes it, or says why it
-/// cannot, in wasmtime-wasi's words. `Err` (a trap, as from wasmtime-wasi) if the instance
-/// holds too many handles to be given the file.
+/// An exclusive create (`create` and `exclusive`, nothing else), made here: 0600 in one
+/// system call ([`inline::open_here`]). `None` where that does not apply or the create failed.
 fn create_private(
     host: &mut Host,
     dir: &Resource<Descriptor>,
@@ -375,48 +368,10 @@ fn create_private(
     open_flags: OpenFlags,
     flags: DescriptorFlags,
 ) -> wasmtime::Result<Option<Resource<Descriptor>>> {
-    #[cfg(target_os = "linux")]
-    {
-        use rustix::fs::{Mode, OFlags, ResolveFlags};
-        use wasmtime_wasi::OpenMode;
-        if open_flags != OpenFlags::CREATE | OpenFlags::EXCLUSIVE
-            || !(DescriptorFlags::READ | DescriptorFlags::WRITE).contains(flags)
-        {
-            return Ok(None);
-        }
-        let Ok(Descriptor::Dir(found)) = host.table.get(dir) else {
-            return Ok(None);
-        };
-        if found.perms.write_not_permitted() {
-            return Ok(None);
-        }
-        let perms = found.perms;
-        // As wasmtime-wasi opens it: a create writes; it reads too unless asked only to write.
-        let (access, mode) = match flags == DescriptorFlags::WRITE {
-            true => (OFlags::WRONLY, OpenMode::WRITE),
-            false => (OFlags::RDWR, OpenMode::READ | OpenMode::WRITE),
-        };
-        let oflags = access | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
-        let Ok(created) = rustix::fs::openat2(
-            &*found.dir,
-            path,
-            oflags,
-            Mode::from_raw_mode(0o600),
-            resolve,
-        ) else {
-            return Ok(None);
-        };
-        // Every instance's WASI context lets file I/O block the thread of the call
-        // (`crate::pool`): so does this file.
-        let file = wasmtime_wasi::filesystem::File::new(created.into(), perms, mode, true);
-        Ok(Some(host.table.push(Descriptor::File(file))?))
+    if open_flags != OpenFlags::CREATE | OpenFlags::EXCLUSIVE {
+        return Ok(None);
     }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = (host, dir, path, open_flags, flags);
-        Ok(None)
-    }
+    inline::open_here(host, dir, path, true, false, flags)
 }
 
 /// Whether two paths name the same file (links are not followed); `false` if either is missing.
@@ -567,7 +522,7 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 // A plain open of a regular file, opened here without a second look at it.
                 if found == Look::Regular
                     && open_flags == OpenFlags::empty()
-                    && let Some(file) = inline::open_regular(host, &fd, &path, follow, flags)?
+                    && let Some(file) = inline::open_here(host, &fd, &path, false, follow, flags)?
                 {
                     return Ok((Ok(file),));
                 }
