@@ -63,15 +63,7 @@ impl wasmtime_wasi::HostMonotonicClock for GuestClock {
 /// A clock subscription: ready at a host instant, timed by [`timers`] once it is waited for.
 struct Sleep {
     at: tokio::time::Instant,
-    timer: Option<tokio::task::JoinHandle<()>>,
-}
-
-impl Drop for Sleep {
-    fn drop(&mut self) {
-        if let Some(timer) = &self.timer {
-            timer.abort();
-        }
-    }
+    timer: Option<Timer>,
 }
 
 #[async_trait::async_trait]
@@ -81,18 +73,14 @@ impl Pollable for Sleep {
             return;
         }
         let at = self.at;
-        let Some(timers) = timers() else {
-            // No timer thread could be made: ready now. A guest that waits again spins until
-            // its deadline, where the epoch stops it.
-            return;
-        };
-        // The sleep is made inside the task, on the timer runtime: made here, it would take
-        // the calling runtime's timers.
-        let timer = self
-            .timer
-            .get_or_insert_with(|| timers.spawn(async move { tokio::time::sleep_until(at).await }));
-        // Aborted only by `drop`; a timer runtime that is gone wakes the waiter.
-        let _ = timer.await;
+        if self.timer.is_none() {
+            self.timer = Timer::start(at);
+        }
+        // No timer thread could be made: ready now. A guest that waits again spins until its
+        // deadline, where the epoch stops it.
+        if let Some(timer) = &mut self.timer {
+            timer.done().await;
+        }
         self.timer = None;
     }
 }
@@ -100,17 +88,36 @@ impl Pollable for Sleep {
 /// Waits `duration` on the host's timer thread ([`timers`]), from any runtime; for ever if
 /// that thread could not be started.
 pub(crate) async fn host_sleep(duration: Duration) {
-    let Some(timers) = timers() else {
-        return std::future::pending().await;
-    };
-    struct Aborted(tokio::task::JoinHandle<()>);
-    impl Drop for Aborted {
-        fn drop(&mut self) {
-            self.0.abort();
-        }
+    match Timer::start(tokio::time::Instant::now() + duration) {
+        Some(mut timer) => timer.done().await,
+        None => std::future::pending().await,
     }
-    let mut timer = Aborted(timers.spawn(async move { tokio::time::sleep(duration).await }));
-    let _ = (&mut timer.0).await;
+}
+
+/// A wait on the host's timer thread, given up when dropped.
+struct Timer(tokio::task::JoinHandle<()>);
+
+impl Timer {
+    /// A wait until `at`; `None` if the timer thread could not be started. The sleep is made
+    /// inside the task, on the timer runtime: made by the caller, it would take the calling
+    /// runtime's timers.
+    fn start(at: tokio::time::Instant) -> Option<Timer> {
+        let timers = timers()?;
+        Some(Timer(
+            timers.spawn(async move { tokio::time::sleep_until(at).await }),
+        ))
+    }
+
+    /// Until the wait is over (or the timer runtime is gone, which wakes the waiter too).
+    async fn done(&mut self) {
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl Drop for Timer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The host's timer runtime: one thread that times every guest's clock waits, whatever

@@ -116,7 +116,7 @@ pub(crate) fn check_lookup(
     // A store looks at a name more than once in a row (a `stat-at`, then the `open-at`): a
     // file or directory found cached in this call (not a link, so whether links are followed
     // does not matter) is not asked about again.
-    if checked(host, dir, path) {
+    if checked(host, dir, path).is_some() {
         return Ok(());
     }
     let Ok(Descriptor::Dir(found)) = host.table.get(dir) else {
@@ -146,20 +146,13 @@ pub(crate) struct Checked {
     regular: bool,
 }
 
-/// Whether `path` under `dir` was found, in this call, to be a regular file or a directory
-/// (by [`check_lookup`]).
-pub(crate) fn checked(host: &Host, dir: &Resource<Descriptor>, path: &str) -> bool {
+/// What `path` under `dir` was found to be, in this call, by [`check_lookup`]: `Some(true)` a
+/// regular file, `Some(false)` a directory, `None` not looked at (or found something else).
+pub(crate) fn checked(host: &Host, dir: &Resource<Descriptor>, path: &str) -> Option<bool> {
     host.inline_checked
         .as_ref()
-        .is_some_and(|c| c.dir == dir.rep() && c.path == path)
-}
-
-/// Whether `path` under `dir` was found, in this call, to be a regular file (by
-/// [`check_lookup`]).
-pub(crate) fn checked_regular(host: &Host, dir: &Resource<Descriptor>, path: &str) -> bool {
-    host.inline_checked
-        .as_ref()
-        .is_some_and(|c| c.regular && c.dir == dir.rep() && c.path == path)
+        .filter(|c| c.dir == dir.rep() && c.path == path)
+        .map(|c| c.regular)
 }
 
 /// Opens `path` under `dir` for the guest, as wasmtime-wasi's `open-at` would open it for

@@ -678,18 +678,19 @@ impl WasmTaskStore {
             })
         });
         let timeout = self.inner.limits.timeout;
+        let wait = backstop(timeout);
         tokio::select! {
             joined = work => {
                 joined.map_err(|e| self.inner.component_error(format!("call aborted: {e}")))?
             }
-            () = clock::host_sleep(backstop(timeout)) => {
+            () = clock::host_sleep(wait) => {
                 tracing::warn!(
                     component = %self.inner.name,
-                    "a call is still held in a system call {:?} past its deadline (a slow or \
-                     hung disk, or a flush of much data): answered as timed out; its thread \
-                     keeps its instance until the system call returns, and what the call was \
-                     doing may still complete",
-                    backstop(timeout).saturating_sub(timeout)
+                    "no answer {wait:?} after a call with a deadline of {timeout:?} was handed \
+                     to a thread: it is held in a system call (a slow or hung disk, or a flush \
+                     of much data) and answered as timed out; its thread keeps its instance \
+                     until the system call returns, and what the call was doing may still \
+                     complete"
                 );
                 Err(self.inner.limit_error(Limit::Timeout(timeout)))
             }

@@ -507,14 +507,11 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 // An exclusive create opens nothing that is there already; a name just found
                 // to be a file or a directory need not be looked at again.
                 let exclusive = open_flags.contains(OpenFlags::CREATE | OpenFlags::EXCLUSIVE);
-                let found = if exclusive {
-                    Look::Other
-                } else if inline::checked_regular(host, &fd, &path) {
-                    Look::Regular
-                } else if inline::checked(host, &fd, &path) {
-                    Look::Other
-                } else {
-                    look(host, &fd, &path, follow)
+                let found = match inline::checked(host, &fd, &path) {
+                    _ if exclusive => Look::Other,
+                    Some(true) => Look::Regular,
+                    Some(false) => Look::Other,
+                    None => look(host, &fd, &path, follow),
                 };
                 if found == Look::Special {
                     return Ok((Err(ErrorCode::NotPermitted),));
