@@ -1,10 +1,12 @@
 //! A directory of Task files: atomic writes, verified reads, crash clean-up.
 //!
 //! Invariants (see `docs/on-disk-format.md`):
-//! - A Task file is only ever created by renaming a complete, flushed temp file over its name,
-//!   so a reader sees either the previous Task or the new one, never a prefix of either.
-//! - Temp files are created with `create_new` under a random hidden name (`.tmp-<32 hex>`), so
-//!   concurrent writers in any number of threads, instances or processes never share one.
+//! - A Task file is only ever created by renaming a complete, flushed file over its name, so a
+//!   reader sees either the previous Task or the new one, never a prefix of either. That file
+//!   is the Task's lock (`.~<stem>.l`), created with `create_new`: one writer at a time, in any
+//!   number of threads, instances or processes, writes it; its rename releases the lock.
+//! - Other temp files (a version record's first write, a lock moved aside while being broken)
+//!   have a random hidden name (`.tmp-<32 hex>`), created with `create_new`.
 //! - A read returns a Task only if the file parses as a Task whose `id` is the id asked for.
 
 use crate::id::{self, IdError};
@@ -17,6 +19,7 @@ use std::hash::BuildHasher;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// Prefix of every temp file name. Hidden, so never mistaken for a Task file.
@@ -172,6 +175,9 @@ pub struct DirStore {
     /// Whether [`DirStore::get_text`] and [`DirStore::get_versioned`] check the text they read
     /// (off only by [`DirStore::with_gets_checked_by_caller`]).
     check_gets: bool,
+    /// The directory flushes of saves, shared by the saves (of this store and its clones)
+    /// waiting for one at the same time.
+    dir_syncs: Arc<SharedSync>,
 }
 
 /// A Task file's identity as the version record remembers it: length and modification time.
@@ -196,17 +202,23 @@ impl Stamp {
     }
 }
 
-/// The version record `.~<stem>.v`: which version the Task file with this stamp is.
+/// The version record `.~<stem>.v`: which version the Task file with this stamp is, and (when
+/// the save that wrote it replaced a Task file) the stamp of the file it replaced, which is one
+/// version less. A saver writes the record before it renames its Task file into place, so a
+/// reader between the two sees the record and the file it replaces.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Record {
     version: u64,
     stamp: Stamp,
+    /// The Task file this version replaced (`None` for a first save, and in records of format
+    /// 1, which savers wrote after their rename).
+    prev: Option<Stamp>,
 }
 
 /// The length of every version record this store writes: one line of JSON padded with spaces.
 /// A record of exactly this length is overwritten in place by the next save (one write, well
 /// inside the first 512-byte sector); any other is replaced by a rename.
-const RECORD_LEN: usize = 128;
+const RECORD_LEN: usize = 256;
 
 /// What reading a version record found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -223,13 +235,17 @@ impl Record {
     /// The record's line: JSON with a check over its fields, padded to [`RECORD_LEN`].
     fn to_text(self) -> String {
         let mut text = format!(
-            "{{\"format\":1,\"version\":{},\"size\":{},\"mtime_ns\":{},\"check\":\"{}\"}}",
-            self.version,
-            self.stamp.size,
-            self.stamp.mtime_ns,
-            self.check()
+            "{{\"format\":2,\"version\":{},\"size\":{},\"mtime_ns\":{}",
+            self.version, self.stamp.size, self.stamp.mtime_ns,
         );
-        // Always shorter in practice (about 100 bytes); a longer one (a clock centuries off)
+        if let Some(prev) = self.prev {
+            text.push_str(&format!(
+                ",\"prev_size\":{},\"prev_mtime_ns\":{}",
+                prev.size, prev.mtime_ns
+            ));
+        }
+        text.push_str(&format!(",\"check\":\"{}\"}}", self.check(2)));
+        // Always shorter in practice (about 150 bytes); a longer one (a clock centuries off)
         // is written unpadded, and replaced by a rename at the next save.
         text.extend(std::iter::repeat_n(
             ' ',
@@ -240,17 +256,19 @@ impl Record {
     }
 
     /// The first 64 bits of the SHA-256 of the fields, in hex: a record torn by a concurrent
-    /// in-place write fails it.
-    fn check(self) -> String {
+    /// in-place write fails it. Format 1: `"<version> <size> <mtime_ns>"`; format 2 adds
+    /// `" <prev_size> <prev_mtime_ns>"` when there is a previous file.
+    fn check(self, format: u64) -> String {
         use sha2::{Digest, Sha256};
         use std::fmt::Write as _;
-        let digest = Sha256::digest(
-            format!(
-                "{} {} {}",
-                self.version, self.stamp.size, self.stamp.mtime_ns
-            )
-            .as_bytes(),
+        let mut fields = format!(
+            "{} {} {}",
+            self.version, self.stamp.size, self.stamp.mtime_ns
         );
+        if let (2, Some(prev)) = (format, self.prev) {
+            let _ = write!(fields, " {} {}", prev.size, prev.mtime_ns);
+        }
+        let digest = Sha256::digest(fields.as_bytes());
         digest[..8]
             .iter()
             .fold(String::with_capacity(16), |mut hex, b| {
@@ -260,7 +278,7 @@ impl Record {
     }
 
     /// A record's text: `None` unless it parses and (when it has one, as every record since
-    /// in-place writes does) its check holds.
+    /// in-place writes does) its check holds. Formats 1 and 2 are read.
     fn parse(text: &str) -> Option<Record> {
         /// The record's fields, read straight into their types (no JSON tree). Unknown members
         /// are ignored; a `check` that is present must be a string.
@@ -270,6 +288,8 @@ impl Record {
             version: u64,
             size: u64,
             mtime_ns: i64,
+            prev_size: Option<u64>,
+            prev_mtime_ns: Option<i64>,
             #[serde(default, deserialize_with = "present_string")]
             check: Option<String>,
         }
@@ -279,30 +299,44 @@ impl Record {
             <String as serde::Deserialize>::deserialize(d).map(Some)
         }
         let line: Line = serde_json::from_str(text).ok()?;
-        (line.format == 1).then_some(())?;
+        let prev = match (line.format, line.prev_size, line.prev_mtime_ns) {
+            (1, None, None) | (2, None, None) => None,
+            (2, Some(size), Some(mtime_ns)) => Some(Stamp {
+                size,
+                mtime_ns: i128::from(mtime_ns),
+            }),
+            _ => return None,
+        };
         let record = Record {
             version: line.version,
             stamp: Stamp {
                 size: line.size,
                 mtime_ns: i128::from(line.mtime_ns),
             },
+            prev,
         };
-        match line.check {
-            None => Some(record),
-            Some(check) => (check == record.check()).then_some(record),
+        match (line.format, line.check) {
+            (1, None) => Some(record),
+            (format, Some(check)) => (check == record.check(format)).then_some(record),
+            (_, None) => None,
         }
     }
 
     /// The version of a Task file with this stamp, given the record (if any) read before it.
-    /// A file the record does not describe was written after it: by a writer that crashed
-    /// between writing the Task file and its record, or by one that knows nothing of versions
-    /// (a seed store, an older component). It is one version past the record.
+    ///
+    /// - The file the record describes is the record's version.
+    /// - The file the record's save replaced is one version less: that save has written its
+    ///   record and not yet renamed its Task file into place (or crashed in between).
+    /// - Any other file was written after the record: by a writer that crashed before writing
+    ///   its record (format 1), or by one that knows nothing of versions (a seed store, an
+    ///   older component). It is one version past the record.
     ///
     /// An unsettled record (unreadable, or failing its check) counts as none: version 1, the
     /// lowest there is, so a conditional save on it fails rather than wrongly succeeds.
     fn version_of(record: RecordRead, stamp: Stamp) -> u64 {
         match record {
             RecordRead::Found(r) if r.stamp == stamp => r.version,
+            RecordRead::Found(r) if r.prev == Some(stamp) => r.version.saturating_sub(1).max(1),
             RecordRead::Found(r) => r.version.saturating_add(1),
             RecordRead::Missing | RecordRead::Unsettled => 1,
         }
@@ -323,6 +357,7 @@ impl DirStore {
             durability,
             lease: DEFAULT_LOCK_LEASE,
             check_gets: true,
+            dir_syncs: Arc::default(),
         }
     }
 
@@ -610,35 +645,35 @@ impl DirStore {
     /// version; on a mismatch nothing is written and the error is [`DirError::Conflict`] with
     /// the stored version.
     ///
-    /// The text is written to a temp file and flushed first; only then is the Task's lock
-    /// taken, for the rename of the Task file, the write of its version record (in place once
-    /// it exists) and a directory sync.
+    /// The Task's lock is its temp file: created exclusively, the version checked, the text
+    /// written into it and flushed, the version record written (in place once it exists), and
+    /// then the lock renamed over the Task file, which installs the text and releases the lock
+    /// in one step. Then a directory sync (shared with the saves into the same directory that
+    /// are waiting for one at the same time).
     pub fn save_checked_if(&self, id: &str, text: &str, expect: Expect) -> Result<u64, DirError> {
         let name = id::encode_id(id).map_err(DirError::InvalidId)?;
         let (record_name, lock_name) = side_names(&name);
         let target = self.root.join(&name);
         let record_path = self.root.join(&record_name);
-        let (temp_path, stamp) = self.write_temp(text.as_bytes())?;
-        let mut temps = TempGuard(vec![temp_path.clone()]);
-        let lock = self.lock(&lock_name)?;
+        let mut lock = self.lock(&lock_name)?;
         // The Task file this save replaces, held open across the rename (see
-        // [`hold_for_replace`]) and let go only after the lock.
+        // [`hold_for_replace`]) and let go only after it.
         let mut replaced = None;
         let result = (|| {
+            let io_err = |op, file: &Path, source| DirError::Io {
+                op,
+                file: file.to_path_buf(),
+                source,
+            };
             let (record, in_place) = open_record_for_save(&record_path);
             let (found, held) = hold_for_replace(&target);
             replaced = held;
-            let current = match found {
-                Ok(stamp) => Some(Record::version_of(record, stamp)),
+            let found = match found {
+                Ok(stamp) => Some(stamp),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-                Err(source) => {
-                    return Err(DirError::Io {
-                        op: "read",
-                        file: target.clone(),
-                        source,
-                    });
-                }
+                Err(source) => return Err(io_err("replace", &target, source)),
             };
+            let current = found.map(|stamp| Record::version_of(record, stamp));
             if !expect.holds(current) {
                 return Err(DirError::Conflict {
                     id: id.to_owned(),
@@ -648,47 +683,77 @@ impl DirStore {
                 });
             }
             let version = current.map_or(1, |v| v.saturating_add(1));
-            let record_text = Record { version, stamp }.to_text();
-            // The record is overwritten in place when this store wrote it (one short write,
-            // no new file, no rename); a missing or foreign one is replaced by a rename.
-            let record_write = match in_place {
-                Some(file) => Ok(file),
-                None => {
-                    let (record_temp, _) = self.write_temp(record_text.as_bytes())?;
-                    temps.0.push(record_temp.clone());
-                    Err(record_temp)
-                }
-            };
-            self.check_held(&lock)?;
-            let io_err = |op, file: &Path, source| DirError::Io {
-                op,
-                file: file.to_path_buf(),
-                source,
-            };
-            // The Task file first, then its record: a reader or a crash between the two sees
-            // a Task file the record does not describe, which is one version past it.
-            fs::rename(&temp_path, &target).map_err(|e| io_err("rename into", &target, e))?;
-            temps.0.retain(|p| *p != temp_path);
-            match record_write {
-                Ok(mut file) => file
+            let stamp = self
+                .write_lock(&mut lock, text.as_bytes(), found)
+                .map_err(|e| io_err("write", &lock.path, e))?;
+            let record_text = Record {
+                version,
+                stamp,
+                prev: found,
+            }
+            .to_text();
+            // Nothing has changed yet; from here on, the record and then the Task file.
+            self.check_young(&lock)?;
+            // The record first, in place when this store wrote it (one short write, no new
+            // file); a missing or foreign one is replaced by a rename. A reader between this
+            // and the rename below sees the record and the file it replaces: one version less.
+            match in_place {
+                Some(mut file) => file
                     .write_from_start(record_text.as_bytes())
                     .and_then(|()| match self.durability {
                         Durability::Full => file.sync_data(),
                         Durability::Relaxed => Ok(()),
                     })
                     .map_err(|e| io_err("write", &record_path, e))?,
-                Err(record_temp) => fs::rename(&record_temp, &record_path)
-                    .map_err(|e| io_err("rename into", &record_path, e))?,
+                None => {
+                    let (record_temp, _) = self.write_temp(record_text.as_bytes())?;
+                    let mut temps = TempGuard(vec![record_temp.clone()]);
+                    fs::rename(&record_temp, &record_path)
+                        .map_err(|e| io_err("rename into", &record_path, e))?;
+                    temps.0.clear();
+                }
             }
-            temps.0.clear();
-            if self.durability == Durability::Full {
-                sync_dir(&self.root).map_err(|e| io_err("sync directory", &self.root, e))?;
-            }
+            self.check_held(&lock)?;
+            fs::rename(&lock.path, &target).map_err(|e| io_err("rename into", &target, e))?;
+            lock.renamed = true;
             Ok(version)
         })();
         self.unlock(lock);
         drop(replaced);
-        result
+        let version = result?;
+        if self.durability == Durability::Full {
+            self.dir_syncs
+                .sync(&self.root)
+                .map_err(|source| DirError::Io {
+                    op: "sync directory",
+                    file: self.root.clone(),
+                    source,
+                })?;
+        }
+        Ok(version)
+    }
+
+    /// Writes the Task text into the lock just taken and flushes it (full durability): the
+    /// stamp the Task file will have. The stamp must differ from that of the Task file it
+    /// replaces (`replacing`), which readers tell from it by the stamp alone: when the two
+    /// agree (the same length, written within one tick of the file system's clock), the
+    /// modification time is moved on by the least the file system keeps, before the flush,
+    /// which then writes it to disk with the file's length.
+    fn write_lock(
+        &self,
+        lock: &mut Lock,
+        text: &[u8],
+        replacing: Option<Stamp>,
+    ) -> io::Result<Stamp> {
+        lock.file.write_from_start(text)?;
+        let stamp = match replacing {
+            Some(old) => stamp_apart(&lock.file, old)?,
+            None => lock.file.stamp()?,
+        };
+        if self.durability == Durability::Full {
+            lock.file.sync_data()?;
+        }
+        Ok(stamp)
     }
 
     /// Writes `contents` to a fresh temp file, flushed under full durability: its path and
@@ -715,32 +780,23 @@ impl DirStore {
         }
     }
 
-    /// Takes the lock `name`: created exclusively with a random token in it. A lock whose file
-    /// is older than the lease was left by a crashed writer and is broken. Waits (backing off
-    /// up to 20 ms) while a live writer holds it, at most three leases.
+    /// Takes the lock `name`: a file created exclusively (and kept open: a save writes its Task
+    /// text into it). A lock whose file was last changed longer than the lease ago was left by
+    /// a crashed writer and is broken. Waits (backing off up to 20 ms) while a live writer
+    /// holds it, at most three leases.
     fn lock(&self, name: &str) -> Result<Lock, DirError> {
         let path = self.root.join(name);
         let started = std::time::Instant::now();
         let mut pause = Duration::from_micros(200);
         loop {
-            let token = format!("{:032x}", random_u128());
             match create_new(&path) {
-                Ok(mut file) => {
-                    let acquired = std::time::Instant::now();
-                    if let Err(source) = file.write_from_start(token.as_bytes()) {
-                        let _ = fs::remove_file(&path);
-                        return Err(DirError::Io {
-                            op: "write lock",
-                            file: path,
-                            source,
-                        });
-                    }
+                Ok(file) => {
                     return Ok(Lock {
                         identity: file.identity(),
                         path,
-                        token,
-                        acquired,
-                        _file: file,
+                        acquired: std::time::Instant::now(),
+                        file,
+                        renamed: false,
                     });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -752,8 +808,8 @@ impl DirStore {
                     });
                 }
             }
-            if let Some(stale_token) = self.stale_lock(&path) {
-                self.break_lock(&path, &stale_token);
+            if self.is_stale(&path) {
+                self.break_lock(&path);
                 continue;
             }
             if started.elapsed() > self.lease * 3 {
@@ -774,54 +830,57 @@ impl DirStore {
         }
     }
 
-    /// The token of the lock at `path` if it is older than the lease.
-    fn stale_lock(&self, path: &Path) -> Option<String> {
-        let meta = fs::symlink_metadata(path).ok()?;
-        let age = SystemTime::now()
-            .duration_since(meta.modified().ok()?)
-            .unwrap_or_default();
-        (age > self.lease).then(|| read_token(path).unwrap_or_default())
+    /// Whether what is at `path` (not followed) was last changed longer than the lease ago.
+    fn is_stale(&self, path: &Path) -> bool {
+        let Ok(stamp) = stamp_at(path) else {
+            return false;
+        };
+        let modified = SystemTime::UNIX_EPOCH
+            + Duration::from_nanos(u64::try_from(stamp.mtime_ns).unwrap_or_default());
+        SystemTime::now()
+            .duration_since(modified)
+            .is_ok_and(|age| age > self.lease)
     }
 
-    /// Breaks a stale lock: moves it aside (one breaker wins the rename), and if what it moved
-    /// turns out to be a newer lock (the stale one was broken and retaken meanwhile), puts it
-    /// back.
-    fn break_lock(&self, path: &Path, stale_token: &str) {
+    /// Breaks a stale lock: moves it aside (one breaker wins the rename) and removes it if
+    /// what it moved is still stale; a lock that is not (the stale one was broken and retaken
+    /// meanwhile) is put back.
+    fn break_lock(&self, path: &Path) {
         let aside = self
             .root
             .join(format!("{TEMP_PREFIX}{:032x}", random_u128()));
         if fs::rename(path, &aside).is_err() {
             return; // gone already
         }
-        let moved = read_token(&aside).unwrap_or_default();
-        if moved == stale_token {
+        if self.is_stale(&aside) {
             let _ = fs::remove_file(&aside);
         } else {
             let _ = fs::rename(&aside, path);
         }
     }
 
+    /// Fails unless `lock` was taken less than half the lease ago, so that no one may have
+    /// broken it yet (breakers wait for a whole lease since its last change).
+    fn check_young(&self, lock: &Lock) -> Result<(), DirError> {
+        if lock.acquired.elapsed() < self.lease / 2 {
+            return Ok(());
+        }
+        Err(lock_lost(lock, self.lease))
+    }
+
     /// Fails unless `lock` is still ours and young enough that no one may break it before the
-    /// renames that follow: the last check before a save changes anything.
+    /// rename that follows: the last check before a save changes the Task file.
     fn check_held(&self, lock: &Lock) -> Result<(), DirError> {
         if lock.is_ours() && lock.acquired.elapsed() < self.lease / 2 {
             return Ok(());
         }
-        Err(DirError::Io {
-            op: "save under lock",
-            file: lock.path.clone(),
-            source: io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!(
-                    "the lock was held past half its lease ({:?}) or taken over; nothing was saved",
-                    self.lease / 2
-                ),
-            ),
-        })
+        Err(lock_lost(lock, self.lease))
     }
 
+    /// Releases a lock a save did not rename over its Task file (a delete, a refused or failed
+    /// save): removed if it is still ours.
     fn unlock(&self, lock: Lock) {
-        if lock.is_ours() {
+        if !lock.renamed && lock.is_ours() {
             let _ = fs::remove_file(&lock.path);
         }
     }
@@ -844,8 +903,8 @@ impl DirStore {
                 continue;
             };
             if name.starts_with(".~") && name.ends_with(".l") {
-                if let Some(token) = self.stale_lock(&entry.path()) {
-                    self.break_lock(&entry.path(), &token);
+                if self.is_stale(&entry.path()) {
+                    self.break_lock(&entry.path());
                 }
                 continue;
             }
@@ -865,23 +924,23 @@ impl DirStore {
     }
 }
 
-/// A held lock: its file, the token written in it, and the file kept open.
+/// A held lock: its file, kept open (a save writes its Task text into it).
 struct Lock {
     path: PathBuf,
-    token: String,
     acquired: std::time::Instant,
     /// The lock file's identity (device and inode), if it could be told when it was created.
     identity: Option<(u64, u64)>,
     /// Open until the lock is released, so that no other file can be given its identity: the
-    /// name still naming that identity is then the same fact as the name still holding this
-    /// token, found without reading the lock.
-    _file: Writable,
+    /// name still naming that identity means the lock is still ours.
+    file: Writable,
+    /// Renamed over its Task file by the save: released, nothing left to remove.
+    renamed: bool,
 }
 
 impl Lock {
     /// Whether the lock file is still ours: not broken by a saver that judged it stale (and
     /// perhaps retaken since). By the identity of the file at its name, which is one look
-    /// (`statx`); where that cannot be told, by the token in it.
+    /// (`statx`); where that cannot be told, by its stamp (length and modification time).
     fn is_ours(&self) -> bool {
         let by_identity = self
             .identity
@@ -890,8 +949,54 @@ impl Lock {
                 Err(e) if e.kind() == io::ErrorKind::NotFound => Some(false),
                 Err(_) => None,
             });
-        by_identity.unwrap_or_else(|| read_token(&self.path).is_some_and(|t| t == self.token))
+        by_identity.unwrap_or_else(|| {
+            matches!((stamp_at(&self.path), self.file.stamp()), (Ok(there), Ok(mine)) if there == mine)
+        })
     }
+}
+
+/// The error of a save that held its lock past half the lease, or lost it.
+fn lock_lost(lock: &Lock, lease: Duration) -> DirError {
+    DirError::Io {
+        op: "save under lock",
+        file: lock.path.clone(),
+        source: io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "the lock was held past half its lease ({:?}) or taken over; nothing was saved",
+                lease / 2
+            ),
+        ),
+    }
+}
+
+/// The stamp of `file`, made to differ from `old` if it does not: its modification time moved
+/// past `old`'s by the least the file system keeps (1 ns on ext4, XFS, btrfs and APFS; more on
+/// coarser ones).
+fn stamp_apart(file: &Writable, old: Stamp) -> io::Result<Stamp> {
+    let mut stamp = file.stamp()?;
+    for step_ns in [1, 1_000, 1_000_000, 1_000_000_000, 2_000_000_000] {
+        if stamp != old {
+            return Ok(stamp);
+        }
+        file.set_mtime_ns(old.mtime_ns + step_ns)?;
+        stamp = file.stamp()?;
+    }
+    if stamp != old {
+        return Ok(stamp);
+    }
+    Err(io::Error::other(
+        "the file system keeps no modification time that tells this save from the last one",
+    ))
+}
+
+/// The stamp of what `path` names, not followed.
+fn stamp_at(path: &Path) -> io::Result<Stamp> {
+    #[cfg(all(target_os = "wasi", target_env = "p2"))]
+    if let Some(found) = crate::wasi_fs::stamp_of(path) {
+        return found;
+    }
+    fs::symlink_metadata(path).map(|meta| Stamp::of(&meta))
 }
 
 /// Temp files to remove if a save stops before renaming them.
@@ -903,13 +1008,6 @@ impl Drop for TempGuard {
             let _ = fs::remove_file(path);
         }
     }
-}
-
-/// The token in the lock file at `path`: at most 64 bytes of a regular file, never following a
-/// link and never blocking on a FIFO (whatever else writes the directory put there).
-fn read_token(path: &Path) -> Option<String> {
-    let bytes = open_for_read(path).ok()?.read_up_to(64).ok()?;
-    String::from_utf8(bytes).ok()
 }
 
 /// At most `limit` bytes from the start of `file`, of which `expected` are expected (its length
@@ -997,7 +1095,7 @@ fn open_record_for_save(path: &Path) -> (RecordRead, Option<Writable>) {
 
 /// The stamp of what is at `path` (not followed), and on Linux a handle on it (`O_PATH`:
 /// nothing is opened for reading, so a FIFO or a device behaves as a file) to be kept past a
-/// rename over it.
+/// rename over it. A directory there is an error (`IsADirectory`): no rename could replace it.
 ///
 /// A rename that replaces the last name of a file frees that file inside the rename, while the
 /// kernel holds the directory's lock: its blocks are released there, and on a file system that
@@ -1005,6 +1103,16 @@ fn open_record_for_save(path: &Path) -> (RecordRead, Option<Writable>) {
 /// synchronous device command, which every other save into the directory then waits behind.
 /// Held open, the file is freed when the handle is closed, after the rename, outside that lock.
 fn hold_for_replace(path: &Path) -> (io::Result<Stamp>, Option<File>) {
+    let not_dir = |(stamp, is_dir): (Stamp, bool)| {
+        if is_dir {
+            Err(io::Error::new(
+                io::ErrorKind::IsADirectory,
+                "is a directory, which no Task file can replace",
+            ))
+        } else {
+            Ok(stamp)
+        }
+    };
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -1014,7 +1122,9 @@ fn hold_for_replace(path: &Path) -> (io::Result<Stamp>, Option<File>) {
             .open(path)
         {
             Ok(file) => {
-                let stamp = file.metadata().map(|meta| Stamp::of(&meta));
+                let stamp = file
+                    .metadata()
+                    .and_then(|meta| not_dir((Stamp::of(&meta), meta.is_dir())));
                 return (stamp, Some(file));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => return (Err(e), None),
@@ -1024,11 +1134,11 @@ fn hold_for_replace(path: &Path) -> (io::Result<Stamp>, Option<File>) {
     }
     // Inside a component the host holds it ([`crate::wasi_fs`] looks in one host call).
     #[cfg(all(target_os = "wasi", target_env = "p2"))]
-    if let Some(found) = crate::wasi_fs::stamp_of(path) {
-        return (found, None);
+    if let Some(found) = crate::wasi_fs::stamp_and_dir_of(path) {
+        return (found.and_then(not_dir), None);
     }
     (
-        fs::symlink_metadata(path).map(|meta| Stamp::of(&meta)),
+        fs::symlink_metadata(path).and_then(|meta| not_dir((Stamp::of(&meta), meta.is_dir()))),
         None,
     )
 }
@@ -1276,6 +1386,80 @@ fn id_mismatch(wanted: &str, found: &str) -> String {
     format!("holds task {found:?}, not {wanted:?}")
 }
 
+/// Directory flushes shared by the saves that wait for one at the same time (group commit).
+///
+/// A save needs a flush of the directory that starts after its rename. One that arrives while
+/// no flush runs starts one; one that arrives while a flush runs (which may have started before
+/// its rename) joins the next, which the first of its waiters starts when the running one ends.
+/// Every save in a batch gets that flush's outcome: a failed flush fails exactly its batch.
+/// Inside a component (one thread per instance) there is never anyone to share with.
+#[derive(Debug, Default)]
+struct SharedSync {
+    state: Mutex<SyncState>,
+    done: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct SyncState {
+    running: bool,
+    /// The batch the next flush to start serves.
+    joining: Arc<SyncBatch>,
+}
+
+/// One flush's outcome, set once it ends.
+#[derive(Debug, Default)]
+struct SyncBatch(std::sync::OnceLock<Result<(), FlushError>>);
+
+/// What a failed flush said, for every save of its batch: its kind, OS error code and message.
+type FlushError = (io::ErrorKind, Option<i32>, String);
+
+impl SharedSync {
+    fn sync(&self, dir: &Path) -> io::Result<()> {
+        self.run(|| sync_dir(dir))
+    }
+
+    /// Waits for a run of `flush` (this caller's or another's) that starts after this call.
+    fn run(&self, flush: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+        // Nothing panics while holding the state, so a poisoned lock still holds a true one.
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mine = Arc::clone(&state.joining);
+        // A caller only ever starts the flush of its own batch: the batch waiting to start is
+        // swapped out only when a flush starts, so it stays this caller's until one does.
+        let mut flush = Some(flush);
+        loop {
+            if let Some(outcome) = mine.0.get() {
+                return outcome.clone().map_err(|(kind, code, message)| match code {
+                    Some(code) => io::Error::from_raw_os_error(code),
+                    None => io::Error::new(kind, message),
+                });
+            }
+            if let Some(flush) = flush.take_if(|_| !state.running) {
+                state.running = true;
+                let batch = std::mem::take(&mut state.joining);
+                drop(state);
+                let result = flush();
+                let _ = batch.0.set(
+                    result
+                        .as_ref()
+                        .map(|_| ())
+                        .map_err(|e| (e.kind(), e.raw_os_error(), e.to_string())),
+                );
+                state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+                state.running = false;
+                self.done.notify_all();
+                if Arc::ptr_eq(&batch, &mine) {
+                    return result;
+                }
+                continue;
+            }
+            state = self
+                .done
+                .wait(state)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
 fn sync_dir(dir: &Path) -> io::Result<()> {
     #[cfg(all(target_os = "wasi", target_env = "p2"))]
     if let Some(synced) = crate::wasi_fs::sync_dir(dir) {
@@ -1325,6 +1509,19 @@ impl Writable {
             Writable::Std(_) => None,
             #[cfg(all(target_os = "wasi", target_env = "p2"))]
             Writable::Wasi(file) => file.identity().ok(),
+        }
+    }
+
+    /// Sets the file's modification time, in nanoseconds since the Unix epoch.
+    fn set_mtime_ns(&self, mtime_ns: i128) -> io::Result<()> {
+        let ns = u64::try_from(mtime_ns)
+            .map_err(|_| io::Error::other(format!("modification time {mtime_ns} ns")))?;
+        match self {
+            Writable::Std(file) => {
+                file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_nanos(ns))
+            }
+            #[cfg(all(target_os = "wasi", target_env = "p2"))]
+            Writable::Wasi(file) => file.set_mtime_ns(ns),
         }
     }
 
@@ -1677,21 +1874,164 @@ mod tests {
     /// so any other implementation of the format can write records this one trusts.
     #[test]
     fn the_record_line_is_the_documented_one() {
+        let stamp = Stamp {
+            size: 1234,
+            mtime_ns: 1_764_547_200_123_456_789,
+        };
+        let prev = Stamp {
+            size: 1200,
+            mtime_ns: 1_764_547_100_000_000_000,
+        };
         let record = Record {
             version: 7,
-            stamp: Stamp {
-                size: 1234,
-                mtime_ns: 1_764_547_200_123_456_789,
-            },
+            stamp,
+            prev: Some(prev),
         };
         let line = record.to_text();
         assert_eq!(line.len(), RECORD_LEN);
         assert_eq!(
             line.trim_end(),
-            r#"{"format":1,"version":7,"size":1234,"mtime_ns":1764547200123456789,"check":"d88e547c369014c6"}"#
+            r#"{"format":2,"version":7,"size":1234,"mtime_ns":1764547200123456789,"prev_size":1200,"prev_mtime_ns":1764547100000000000,"check":"e1df9f6a0b2b31fc"}"#
         );
         assert!(line.ends_with(" \n"));
         assert_eq!(Record::parse(&line), Some(record));
+        // A first save's record has no previous file.
+        let first = Record {
+            version: 1,
+            stamp,
+            prev: None,
+        };
+        assert_eq!(
+            first.to_text().trim_end(),
+            r#"{"format":2,"version":1,"size":1234,"mtime_ns":1764547200123456789,"check":"9396a33d592ed634"}"#
+        );
+        // Format 1, which savers wrote after their rename, is still read.
+        let format_1 = r#"{"format":1,"version":7,"size":1234,"mtime_ns":1764547200123456789,"check":"d88e547c369014c6"}"#;
+        assert_eq!(
+            Record::parse(format_1),
+            Some(Record {
+                version: 7,
+                stamp,
+                prev: None
+            })
+        );
+    }
+
+    /// A save whose file would have the stamp of the file it replaces (the same length,
+    /// written within one tick of the file system's clock) moves its modification time on:
+    /// readers tell the two apart by their stamps alone.
+    #[test]
+    fn a_stamp_equal_to_the_replaced_one_is_moved_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut file = create_new(&path).unwrap();
+        file.write_from_start(b"{}").unwrap();
+        let same = file.stamp().unwrap();
+        let apart = stamp_apart(&file, same).unwrap();
+        assert_eq!(apart.size, same.size);
+        assert_eq!(apart.mtime_ns, same.mtime_ns + 1);
+        assert_eq!(stamp_at(&path).unwrap(), apart, "on disk too");
+        let other = Stamp {
+            size: 99,
+            mtime_ns: 5,
+        };
+        assert_eq!(stamp_apart(&file, other).unwrap(), apart, "left as it is");
+    }
+
+    /// Group commit: every caller returns after a flush that started after it arrived, callers
+    /// arriving during a flush share the next one, and a failed flush fails its whole batch
+    /// and nothing else.
+    #[test]
+    fn concurrent_directory_flushes_are_shared_and_each_starts_after_its_callers() {
+        use std::sync::Barrier;
+        let shared = SharedSync::default();
+        let clock = AtomicU64::new(0);
+        let flushes = Mutex::new(Vec::new());
+        let barrier = Barrier::new(16);
+        std::thread::scope(|scope| {
+            for _ in 0..16 {
+                scope.spawn(|| {
+                    barrier.wait();
+                    let arrived = clock.fetch_add(1, Ordering::SeqCst);
+                    shared
+                        .run(|| {
+                            let started = clock.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(Duration::from_millis(50));
+                            let ended = clock.fetch_add(1, Ordering::SeqCst);
+                            flushes.lock().unwrap().push((started, ended));
+                            Ok(())
+                        })
+                        .unwrap();
+                    let returned = clock.fetch_add(1, Ordering::SeqCst);
+                    let flushes = flushes.lock().unwrap();
+                    assert!(
+                        flushes.iter().any(|&(s, e)| s > arrived && e < returned),
+                        "arrived at {arrived}, returned at {returned}: {flushes:?}"
+                    );
+                });
+            }
+        });
+        let flushes = flushes.into_inner().unwrap().len();
+        assert!(flushes < 16, "{flushes} flushes for 16 callers");
+
+        // A failed flush fails exactly the callers it served.
+        let shared = SharedSync::default();
+        let (running, release) = (Barrier::new(2), Barrier::new(3));
+        let results = std::thread::scope(|scope| {
+            let first = scope.spawn(|| {
+                shared.run(|| {
+                    running.wait();
+                    release.wait();
+                    Ok(())
+                })
+            });
+            running.wait();
+            // Two callers arrive while the first flush runs: they share the next, which fails.
+            let joined: Vec<_> = (0..2)
+                .map(|_| {
+                    scope.spawn(|| {
+                        release.wait();
+                        shared.run(|| Err(io::Error::from_raw_os_error(libc::EIO)))
+                    })
+                })
+                .collect();
+            let first = first.join().unwrap();
+            let joined: Vec<_> = joined.into_iter().map(|h| h.join().unwrap()).collect();
+            (first, joined)
+        });
+        assert!(results.0.is_ok());
+        for result in results.1 {
+            assert_eq!(result.unwrap_err().raw_os_error(), Some(libc::EIO));
+        }
+        assert!(
+            shared.run(|| Ok(())).is_ok(),
+            "the next flush is a new batch"
+        );
+    }
+
+    /// A reader tells the three files a record can meet apart by their stamps: the one it
+    /// describes, the one its save replaced (one less: the save has not renamed its file into
+    /// place yet), and any other (written after it: one more).
+    #[test]
+    fn the_version_follows_from_the_record_and_the_stamp() {
+        let at = |size, mtime_ns| Stamp { size, mtime_ns };
+        let record = RecordRead::Found(Record {
+            version: 5,
+            stamp: at(10, 2_000),
+            prev: Some(at(10, 1_000)),
+        });
+        assert_eq!(Record::version_of(record, at(10, 2_000)), 5);
+        assert_eq!(Record::version_of(record, at(10, 1_000)), 4);
+        assert_eq!(Record::version_of(record, at(11, 2_000)), 6);
+        assert_eq!(Record::version_of(RecordRead::Unsettled, at(10, 2_000)), 1);
+        assert_eq!(Record::version_of(RecordRead::Missing, at(10, 2_000)), 1);
+        // A record claiming a file before its first version still gives no version below 1.
+        let odd = RecordRead::Found(Record {
+            version: 1,
+            stamp: at(10, 2_000),
+            prev: Some(at(10, 1_000)),
+        });
+        assert_eq!(Record::version_of(odd, at(10, 1_000)), 1);
     }
 
     /// The first save creates the record by a rename; every later one overwrites that same
@@ -1721,20 +2061,24 @@ mod tests {
         );
     }
 
-    /// A stamp no real file has (a clock centuries off) still makes a record: longer than the
-    /// fixed length, so never overwritten in place, and never a panic.
+    /// Even fields no real file has (a clock centuries off) make a record of the fixed length:
+    /// never outsized, never a panic.
     #[test]
-    fn an_outsized_record_is_written_unpadded() {
+    fn the_longest_record_fits_its_fixed_length() {
         let record = Record {
             version: u64::MAX,
             stamp: Stamp {
                 size: u64::MAX,
                 mtime_ns: i128::MIN,
             },
+            prev: Some(Stamp {
+                size: u64::MAX,
+                mtime_ns: i128::MIN,
+            }),
         };
         let line = record.to_text();
-        assert!(line.len() > RECORD_LEN, "{line}");
-        assert!(line.ends_with("\"}\n"), "{line}");
+        assert_eq!(line.len(), RECORD_LEN, "{line}");
+        assert!(line.ends_with(" \n"), "{line}");
     }
 
     /// A record written before records had checks (one line, renamed into place) still
@@ -1842,11 +2186,13 @@ mod tests {
                 size: 12,
                 mtime_ns: -3,
             },
+            prev: None,
         };
         let line = record.to_text();
         assert_eq!(Record::parse(&line), Some(record));
-        let check = record.check();
+        let check = record.check(1);
         assert_eq!(check.len(), 16);
+        assert_eq!(check, record.check(2), "no previous file: the same check");
         // Members in any order, and members it does not know, are fine.
         let reordered = format!(
             r#"{{"check":"{check}","mtime_ns":-3,"size":12,"extra":[1],"version":7,"format":1}}"#
@@ -1855,19 +2201,33 @@ mod tests {
         // Written before records had checks.
         let unchecked = r#"{"format":1,"version":7,"size":12,"mtime_ns":-3}"#;
         assert_eq!(Record::parse(unchecked), Some(record));
+        let with_prev = Record {
+            prev: Some(Stamp {
+                size: 5,
+                mtime_ns: -4,
+            }),
+            ..record
+        }
+        .to_text();
         for bad in [
             // A check must be a string when it is there.
             r#"{"format":1,"version":7,"size":12,"mtime_ns":-3,"check":null}"#.to_owned(),
             r#"{"format":1,"version":7,"size":12,"mtime_ns":-3,"check":7}"#.to_owned(),
             // Another format, a missing or mistyped field, a field out of range.
-            line.replacen(r#""format":1"#, r#""format":2"#, 1),
+            line.replacen(r#""format":2"#, r#""format":3"#, 1),
+            // Format 2 needs its check; a previous file needs both its fields, and only
+            // format 2 has one.
+            line.replacen(&format!(r#","check":"{check}""#), "", 1),
+            with_prev.replacen(r#","prev_size":5"#, "", 1),
+            with_prev.replacen(r#""format":2"#, r#""format":1"#, 1),
+            with_prev.replacen(r#""prev_size":5"#, r#""prev_size":6"#, 1),
             line.replacen(r#""size":12,"#, "", 1),
             line.replacen(r#""version":7"#, r#""version":"7""#, 1),
             line.replacen(r#""version":7"#, r#""version":-7"#, 1),
             line.replacen(r#""version":7"#, r#""version":7.0"#, 1),
             line.replacen(r#""mtime_ns":-3"#, r#""mtime_ns":9223372036854775808"#, 1),
             // Not JSON, or cut short.
-            line[..line.len() / 2].to_owned(),
+            line[..line.trim_end().len() / 2].to_owned(),
             "not a record".to_owned(),
         ] {
             assert_eq!(Record::parse(&bad), None, "{bad}");
@@ -2007,14 +2367,21 @@ mod tests {
         // Another writer judged it stale (as if this one had stalled past its lease), broke it
         // as the protocol does (aside, then removed) and took it.
         let path = dir.path().join(".~k.l");
-        s.break_lock(&path, &fs::read_to_string(&path).unwrap());
+        let long_ago = SystemTime::now() - s.lock_lease() * 2;
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        s.break_lock(&path);
         let theirs = s.lock(".~k.l").unwrap();
         let err = s.check_held(&lock).unwrap_err();
         assert!(err.to_string().contains("taken over"), "{err}");
         s.unlock(lock);
         assert_eq!(
-            fs::read_to_string(&path).unwrap(),
-            theirs.token,
+            identity_at(&path).unwrap().unwrap(),
+            theirs.identity.unwrap(),
             "unlock leaves a lock that is not ours"
         );
         assert!(

@@ -25,9 +25,11 @@ use crate::dir::{Kind, Refused, Stamp};
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use wasip2::clocks::wall_clock::Datetime;
 use wasip2::filesystem::preopens;
 use wasip2::filesystem::types::{
-    Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
+    Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, NewTimestamp,
+    OpenFlags, PathFlags,
 };
 
 thread_local! {
@@ -126,10 +128,24 @@ impl WasiWriter {
         self.0.sync_data().map_err(to_io)
     }
 
-    /// The file's identity: the host's `metadata-hash` (of its device and inode).
+    /// The file's identity: the lower half of the host's `metadata-hash`. wasmtime hashes
+    /// device and inode into all 128 bits; jco's preview2-shim (the component in Node.js) puts
+    /// the inode in the lower half and the modification time, which every write changes, in
+    /// the upper.
     pub(crate) fn identity(&self) -> io::Result<(u64, u64)> {
         let hash = self.0.metadata_hash().map_err(to_io)?;
-        Ok((hash.lower, hash.upper))
+        Ok((hash.lower, 0))
+    }
+
+    /// Sets the file's modification time (nanoseconds since the Unix epoch): `set-times`.
+    pub(crate) fn set_mtime_ns(&self, ns: u64) -> io::Result<()> {
+        let at = Datetime {
+            seconds: ns / 1_000_000_000,
+            nanoseconds: (ns % 1_000_000_000) as u32,
+        };
+        self.0
+            .set_times(NewTimestamp::NoChange, NewTimestamp::Timestamp(at))
+            .map_err(to_io)
     }
 
     /// The file's stamp, as `stat` says now.
@@ -145,7 +161,7 @@ pub(crate) fn identity_at(path: &Path) -> Option<io::Result<(u64, u64)>> {
         let hash = dir
             .metadata_hash_at(PathFlags::empty(), rel)
             .map_err(to_io)?;
-        Ok((hash.lower, hash.upper))
+        Ok((hash.lower, 0))
     })
 }
 
@@ -212,6 +228,14 @@ pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
 pub(crate) fn stamp_of(path: &Path) -> Option<io::Result<Stamp>> {
     beneath(path, |dir, rel| {
         Ok(stamp(&dir.stat_at(PathFlags::empty(), rel).map_err(to_io)?))
+    })
+}
+
+/// Like [`stamp_of`], and whether `path` is a directory.
+pub(crate) fn stamp_and_dir_of(path: &Path) -> Option<io::Result<(Stamp, bool)>> {
+    beneath(path, |dir, rel| {
+        let stat = dir.stat_at(PathFlags::empty(), rel).map_err(to_io)?;
+        Ok((stamp(&stat), stat.type_ == DescriptorType::Directory))
     })
 }
 

@@ -2,11 +2,12 @@
 //! system calls of a real `tnstore save`, recorded by strace, for the native file store and the
 //! file-store component alike.
 //!
-//! A save at full durability must write the Task's temp file and flush it before renaming it
-//! over the Task file; then write the version record (in place, once the record exists: no
-//! second temp file, no second rename) and flush it; then flush the directory, which makes the
-//! rename durable; and only then exit 0. See `docs/on-disk-format.md`, "Saving". Each file is
-//! written on the thread that then flushes it: no write is handed to another thread and back.
+//! A save at full durability must take the Task's lock (its temp file), write the Task text into
+//! it and flush it; write the version record (in place, once the record exists: no second temp
+//! file) and flush it; then rename the lock over the Task file, which releases it; then flush
+//! the directory, which makes the rename durable; and only then exit 0. Nothing is removed: one
+//! file created, one renamed. See `docs/on-disk-format.md`, "Saving". Each file is written on
+//! the thread that then flushes it: no write is handed to another thread and back.
 //! The Task file the rename replaces is held open (`O_PATH`) across the rename and closed after
 //! it, so it is freed outside the directory's lock.
 //!
@@ -68,6 +69,7 @@ enum Call {
     /// An `O_PATH` open: a handle on a file that reads and writes nothing.
     Hold(String),
     Close(String),
+    Unlink(String),
 }
 
 /// The call's name and argument list, from a line of `strace -f` (`PID name(args) = result`, or
@@ -135,6 +137,8 @@ fn parse(line: &str) -> Option<Call> {
             from: quoted(parts.first()?)?,
             to: quoted(parts.get(1)?)?,
         }),
+        "unlink" => Some(Call::Unlink(quoted(parts.first()?)?)),
+        "unlinkat" => Some(Call::Unlink(at_path(parts.first()?, parts.get(1)?)?)),
         "renameat" | "renameat2" => Some(Call::Rename {
             from: at_path(parts.first()?, parts.get(1)?)?,
             to: at_path(parts.get(2)?, parts.get(3)?)?,
@@ -166,6 +170,7 @@ fn absolute(call: Call, cwd: &Path) -> Call {
         Call::Hold(p) => Call::Hold(abs(p)),
         Call::Close(p) => Call::Close(abs(p)),
         Call::Chmod(p) => Call::Chmod(abs(p)),
+        Call::Unlink(p) => Call::Unlink(abs(p)),
     }
 }
 
@@ -266,28 +271,26 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
     let task = format!("{dir}/t.json");
     let record = format!("{dir}/.~t.v");
 
+    let lock = format!("{dir}/.~t.l");
     let rename = position(
         &calls,
         "rename onto the Task file",
         |c| matches!(c, Call::Rename { to, .. } if *to == task),
     );
-    let Call::Rename { from: temp, .. } = &calls[rename] else {
-        unreachable!()
-    };
-    assert!(
-        temp.starts_with(&format!("{dir}/.tmp-")),
-        "{selector}: the Task file comes from a temp file in the same directory: {temp}"
+    assert_eq!(
+        calls[rename],
+        Call::Rename {
+            from: lock.clone(),
+            to: task.clone()
+        },
+        "{selector}: the Task file comes from the Task's lock, which is its temp file"
     );
-    let wrote_temp = position(&calls, "write of the temp file", |c| {
-        *c == Call::Write(temp.clone())
+    let wrote_lock = position(&calls, "write of the Task text into the lock", |c| {
+        *c == Call::Write(lock.clone())
     });
-    let synced_temp = position(&calls, "flush of the temp file", |c| {
-        *c == Call::SyncData(temp.clone())
+    let synced_lock = position(&calls, "flush of the lock", |c| {
+        *c == Call::SyncData(lock.clone())
     });
-    assert!(
-        wrote_temp < synced_temp && synced_temp < rename,
-        "{selector}: the temp file is written, then flushed, then renamed: {calls:#?}"
-    );
     let wrote_record = position(&calls, "write of the version record", |c| {
         *c == Call::Write(record.clone())
     });
@@ -298,22 +301,25 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
         *c == Call::Sync(dir.to_owned())
     });
     assert!(
-        rename < wrote_record && wrote_record < synced_record && synced_record < synced_dir,
-        "{selector}: after the rename, the record is written and flushed, then the directory \
-         is flushed: {calls:#?}"
+        wrote_lock < synced_lock
+            && synced_lock < wrote_record
+            && wrote_record < synced_record
+            && synced_record < rename
+            && rename < synced_dir,
+        "{selector}: the text is written into the lock and flushed, the record written and \
+         flushed, then the lock renamed over the Task file, then the directory flushed: \
+         {calls:#?}"
     );
     // Files are flushed with `fdatasync` (found above): their data and length, which reading
     // them back needs, without a write of their times; only the directory takes `fsync`.
     assert!(
         !calls
             .iter()
-            .any(|c| matches!(c, Call::Sync(p) if *p == *temp || *p == record)),
-        "{selector}: the temp file and the record are flushed with fdatasync, not fsync: \
-         {calls:#?}"
+            .any(|c| matches!(c, Call::Sync(p) if *p == lock || *p == record)),
+        "{selector}: the lock and the record are flushed with fdatasync, not fsync: {calls:#?}"
     );
-    // The lock is created, written and removed; whether it is still this saver's is told by
-    // the file the saver holds open, without reading its token back.
-    let lock = format!("{dir}/.~t.l");
+    // The lock is created once and never removed: the rename releases it. Nothing else is
+    // created (no temp file besides it) or removed.
     let lock_opens = calls
         .iter()
         .filter(|c| matches!(c, Call::Open(p) | Call::Hold(p) if *p == lock))
@@ -321,6 +327,20 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
     assert_eq!(
         lock_opens, 1,
         "{selector}: the lock is opened once, to create it: {calls:#?}"
+    );
+    let unlinks: Vec<&Call> = calls
+        .iter()
+        .filter(|c| matches!(c, Call::Unlink(_)))
+        .collect();
+    assert!(
+        unlinks.is_empty(),
+        "{selector}: a save removes nothing: {unlinks:#?}"
+    );
+    assert!(
+        !calls
+            .iter()
+            .any(|c| matches!(c, Call::Open(p) if p.starts_with(&format!("{dir}/.tmp-")))),
+        "{selector}: no temp file besides the lock: {calls:#?}"
     );
     // Every file a save creates is created private (0600) by its open: no mode is changed
     // after (`files.rs` checks the modes).
@@ -335,7 +355,7 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
     // No write is handed to another thread and back: each file is written by the thread that
     // then flushes it (a hand-off costs two thread switches per write).
     assert!(
-        thread(wrote_temp) == thread(synced_temp) && thread(wrote_record) == thread(synced_record),
+        thread(wrote_lock) == thread(synced_lock) && thread(wrote_record) == thread(synced_record),
         "{selector}: each file is written on the thread that flushes it: {traced:#?}"
     );
     // The file the rename replaces is freed when the last handle on it closes: held across the

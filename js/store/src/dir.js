@@ -2,13 +2,16 @@
 // verified reads, crash clean-up. The JavaScript twin of `crates/format/src/dir.rs`, writing
 // exactly its files (docs/on-disk-format.md):
 //
-// - `<stem>.json`: the Task, only ever replaced by renaming a complete temp file over it;
-// - `.~<stem>.v`: its version record, `{"format":1,"version":N,"size":S,"mtime_ns":M,"check":C}`
-//   padded to 128 bytes, naming the size and modification time of the Task file it describes;
-//   created by a rename, then overwritten in place by later saves;
-// - `.~<stem>.l`: the lock a writer holds for its commit, created exclusively with a random
-//   token in it, broken by the next writer once it is older than the lease;
-// - `.tmp-<32 hex>`: temp files, and locks moved aside while being broken.
+// - `<stem>.json`: the Task, only ever replaced by renaming a complete, flushed file over it;
+// - `.~<stem>.v`: its version record, `{"format":2,"version":N,"size":S,"mtime_ns":M,
+//   "prev_size":PS,"prev_mtime_ns":PM,"check":C}` padded to 256 bytes, naming the size and
+//   modification time of the Task file it describes and of the one that file replaced; created
+//   by a rename, then overwritten in place by later saves, always before their Task file;
+// - `.~<stem>.l`: the lock a writer holds for its save, created exclusively; the writer writes
+//   its Task text into it and renames it over `<stem>.json`, which releases it. Broken by the
+//   next writer once it was last changed longer than the lease ago;
+// - `.tmp-<32 hex>`: temp files (version records on their first write), and locks moved aside
+//   while being broken.
 //
 // Every Task lives in the preopened directory, never in this instance's memory: the host runs
 // several instances of the component at once, and other processes may share the directory.
@@ -47,8 +50,6 @@ const MS = 1_000_000n;
 /** Lock waits: the first pause and the longest, in nanoseconds (0.2 ms doubling to 20 ms). */
 const FIRST_PAUSE_NS = 200_000n;
 const MAX_PAUSE_NS = 20n * MS;
-/** How much of a lock file is read to compare its token. */
-const MAX_LOCK_BYTES = 4096;
 
 /** The WASI error code (`no-entry`, `exist`, `access`, ...) of a failed import call. */
 function errorCode(e) {
@@ -267,14 +268,6 @@ function openRecordForSave(name) {
   }
 }
 
-/**
- * The token in a lock file, `''` if it cannot be read (as Rust's `read_token`): only a regular
- * file, never through a link, never a FIFO that would block the open.
- */
-function readLockToken(name) {
-  return readSmall(name, MAX_LOCK_BYTES, { regularOnly: true }) ?? '';
-}
-
 /** Flushes the directory itself, so a rename or unlink survives power loss. */
 function syncDir() {
   let dir;
@@ -443,8 +436,7 @@ export class DirStore {
       const now = wallNowMs();
       for (const name of entryNames()) {
         if (isLockName(name)) {
-          const token = this.staleLock(name);
-          if (token !== null) this.breakLock(name, token);
+          if (this.isStale(name)) this.breakLock(name);
           continue;
         }
         if (!name.startsWith(TEMP_PREFIX)) continue;
@@ -508,41 +500,45 @@ export class DirStore {
     let lock = null;
     let inPlace = null;
     try {
-      const data = writeTemp(utf8(text), this.durable);
-      temps.push(data.name);
+      // The lock is the Task's temp file: taken, the version checked, the text written into
+      // it, the record written, then renamed over the Task file (which releases it).
       lock = this.lock(lockName);
       const opened = openRecordForSave(recordName);
       inPlace = opened.file;
       const record = settled(opened.record);
-      let current;
+      let found;
       try {
-        current = versionOf(record, stampOf(root().statAt(NO_FOLLOW, name)));
+        const stat = root().statAt(NO_FOLLOW, name);
+        // No rename could replace a directory: refused before anything is written.
+        if (stat.type === 'directory') throw 'is-directory';
+        found = stampOf(stat);
       } catch (e) {
-        if (errorCode(e) !== 'no-entry') throw ioError('read', name, e);
-        current = null;
+        if (errorCode(e) !== 'no-entry') throw ioError('replace', name, e);
+        found = null;
       }
+      const current = found === null ? null : versionOf(record, found);
       if (!expected.holds(current)) {
-        const found = current === null ? 'no task' : `version ${current}`;
+        const what = current === null ? 'no task' : `version ${current}`;
         throw new StoreError(
           'conflict',
-          `${ROOT}${name} changed: expected ${expected.text}, found ${found}`,
+          `${ROOT}${name} changed: expected ${expected.text}, found ${what}`,
           current,
         );
       }
       const version = current === null ? 1n : current < U64_MAX ? current + 1n : U64_MAX;
-      const recordBytes = utf8(recordText({ version, ...data.stamp }));
-      // The record is overwritten in place when these stores wrote it (one short write, no new
-      // file, no rename); a missing or foreign one is replaced by a rename.
-      let next = null;
-      if (inPlace === null) {
-        next = writeTemp(recordBytes, this.durable);
-        temps.push(next.name);
+      let stamp;
+      try {
+        writeAll(lock.file, utf8(text), lockName);
+        stamp = found === null ? stampOf(lock.file.stat()) : stampApart(lock.file, found);
+        if (this.durable) lock.file.syncData();
+      } catch (e) {
+        throw e instanceof StoreError ? e : ioError('write', lockName, e);
       }
-      this.checkHeld(lock);
-      // The Task file first, then its record: a reader or a crash between the two sees a Task
-      // file the record does not describe, which is one version past it.
-      renameInto(data.name, name);
-      temps.shift();
+      const recordBytes = utf8(recordText({ version, ...stamp, prev: found }));
+      this.checkYoung(lock);
+      // The record first, in place when these stores wrote it (one short write, no new file);
+      // a missing or foreign one is replaced by a rename. A reader between this and the
+      // rename below sees the record and the file it replaces: one version less.
       if (inPlace !== null) {
         try {
           writeAll(inPlace, recordBytes, recordName);
@@ -551,9 +547,14 @@ export class DirStore {
           throw e instanceof StoreError ? e : ioError('write', recordName, e);
         }
       } else {
+        const next = writeTemp(recordBytes, this.durable);
+        temps.push(next.name);
         renameInto(next.name, recordName);
         temps.shift();
       }
+      this.checkHeld(lock);
+      renameInto(lockName, name);
+      lock.renamed = true;
       if (this.durable) syncDir();
       return version;
     } finally {
@@ -622,37 +623,33 @@ export class DirStore {
   }
 
   /**
-   * Takes the lock `name`: created exclusively with a random token in it. A lock whose file is
-   * older than the lease was left by a crashed writer and is broken. Waits (backing off from
-   * 0.2 ms up to 20 ms) while a live writer holds it, at most three leases.
+   * Takes the lock `name`: a file created exclusively and kept open (a save writes its Task
+   * text into it). A lock whose file was last changed longer than the lease ago was left by a
+   * crashed writer and is broken. Waits (backing off from 0.2 ms up to 20 ms) while a live
+   * writer holds it, at most three leases.
    */
   lock(name) {
     const started = monotonicNs();
     const leaseNs = BigInt(this.leaseMs) * MS;
     let pause = FIRST_PAUSE_NS;
     for (;;) {
-      const token = randomHex();
       let file = null;
       try {
-        file = root().openAt(FOLLOW, name, { create: true, exclusive: true }, { write: true });
+        file = root().openAt(NO_FOLLOW, name, { create: true, exclusive: true }, { write: true });
       } catch (e) {
         if (errorCode(e) !== 'exist') throw ioError('create lock', name, e);
       }
       if (file !== null) {
-        const acquired = monotonicNs();
+        let identity = null;
         try {
-          writeAll(file, utf8(token), name);
-        } catch (e) {
-          close(file);
-          removeQuietly(name);
-          throw e instanceof StoreError ? e : ioError('write lock', name, e);
+          identity = hashText(file.metadataHash());
+        } catch {
+          // Told by its stamp instead (`isOurs`).
         }
-        close(file);
-        return { name, token, acquired };
+        return { name, file, identity, acquired: monotonicNs(), renamed: false };
       }
-      const stale = this.staleLock(name);
-      if (stale !== null) {
-        this.breakLock(name, stale);
+      if (this.isStale(name)) {
+        this.breakLock(name);
         continue;
       }
       if (monotonicNs() - started > 3n * leaseNs) {
@@ -666,31 +663,31 @@ export class DirStore {
     }
   }
 
-  /** The token of the lock `name` if its file is older than the lease, else `null`. */
-  staleLock(name) {
+  /** Whether what is at `name` (not followed) was last changed longer than the lease ago. */
+  isStale(name) {
     let modified;
     try {
       modified = mtimeMs(root().statAt(NO_FOLLOW, name));
     } catch {
-      return null;
+      return false;
     }
-    if (modified === null) return null;
-    const age = Math.max(0, wallNowMs() - modified);
-    return age > this.leaseMs ? readLockToken(name) : null;
+    if (modified === null) return false;
+    return wallNowMs() - modified > this.leaseMs;
   }
 
   /**
-   * Breaks a stale lock: moves it aside (one breaker wins the rename), and if what it moved
-   * turns out to be a newer lock (the stale one was broken and retaken meanwhile), puts it back.
+   * Breaks a stale lock: moves it aside (one breaker wins the rename) and removes it if what
+   * it moved is still stale; a lock that is not (the stale one was broken and retaken
+   * meanwhile) is put back.
    */
-  breakLock(name, staleToken) {
+  breakLock(name) {
     const aside = TEMP_PREFIX + randomHex();
     try {
       root().renameAt(name, root(), aside);
     } catch {
       return; // gone already
     }
-    if (readLockToken(aside) === staleToken) {
+    if (this.isStale(aside)) {
       removeQuietly(aside);
     } else {
       try {
@@ -701,25 +698,79 @@ export class DirStore {
     }
   }
 
-  /**
-   * Fails unless `lock` is still ours and young enough that no one may break it before the
-   * renames that follow: the last check before a save changes anything.
-   */
-  checkHeld(lock) {
-    const held = readLockToken(lock.name) === lock.token;
-    const elapsed = monotonicNs() - lock.acquired;
-    if (held && elapsed * 2n < BigInt(this.leaseMs) * MS) return;
-    throw new StoreError(
-      'io',
-      `cannot save under lock ${ROOT}${lock.name}: the lock was held past half its lease ` +
-        `(${formatMs(this.leaseMs / 2)}) or taken over; nothing was saved`,
-    );
+  /** Fails unless `lock` was taken less than half the lease ago (no one may have broken it). */
+  checkYoung(lock) {
+    if ((monotonicNs() - lock.acquired) * 2n < BigInt(this.leaseMs) * MS) return;
+    throw lockLost(lock, this.leaseMs);
   }
 
-  /** Releases a lock, only if it still holds our token. */
-  unlock(lock) {
-    if (readLockToken(lock.name) === lock.token) removeQuietly(lock.name);
+  /**
+   * Fails unless `lock` is still ours and young enough that no one may break it before the
+   * rename that follows: the last check before a save changes the Task file.
+   */
+  checkHeld(lock) {
+    this.checkYoung(lock);
+    if (!isOurs(lock)) throw lockLost(lock, this.leaseMs);
   }
+
+  /** Releases a lock a save did not rename over its Task file: removed if it is still ours. */
+  unlock(lock) {
+    if (!lock.renamed && isOurs(lock)) removeQuietly(lock.name);
+    close(lock.file);
+  }
+}
+
+function lockLost(lock, leaseMs) {
+  return new StoreError(
+    'io',
+    `cannot save under lock ${ROOT}${lock.name}: the lock was held past half its lease ` +
+      `(${formatMs(leaseMs / 2)}) or taken over; nothing was saved`,
+  );
+}
+
+/**
+ * Whether the lock file at `lock.name` is still the one this writer created: by identity (the
+ * host's `metadata-hash`, of device and inode, while the file is held open no other can take
+ * it), or where that cannot be told, by its stamp.
+ */
+function isOurs(lock) {
+  try {
+    if (lock.identity !== null) return hashText(root().metadataHashAt(NO_FOLLOW, lock.name)) === lock.identity;
+    const there = stampOf(root().statAt(NO_FOLLOW, lock.name));
+    const mine = stampOf(lock.file.stat());
+    return there.size === mine.size && there.mtimeNs === mine.mtimeNs;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A file's identity from its `metadata-hash`: the lower 64 bits only. wasmtime hashes device
+ * and inode into all 128; preview2-shim (the store in Node) puts the inode in `lower` and the
+ * modification time in `upper`, which every write to the lock changes.
+ */
+function hashText(hash) {
+  return `${hash.lower}`;
+}
+
+/**
+ * The stamp of the open file `file`, made to differ from `old` (the Task file a save replaces)
+ * if it does not: its modification time moved past `old`'s by the least the file system keeps.
+ * Readers tell the two files apart by their stamps alone.
+ */
+function stampApart(file, old) {
+  let stamp = stampOf(file.stat());
+  for (const step of [1n, 1_000n, 1_000_000n, 1_000_000_000n, 2_000_000_000n]) {
+    if (stamp.size !== old.size || stamp.mtimeNs !== old.mtimeNs) return stamp;
+    const at = old.mtimeNs + step;
+    file.setTimes({ tag: 'no-change' }, {
+      tag: 'timestamp',
+      val: { seconds: at / 1_000_000_000n, nanoseconds: Number(at % 1_000_000_000n) },
+    });
+    stamp = stampOf(file.stat());
+  }
+  if (stamp.size !== old.size || stamp.mtimeNs !== old.mtimeNs) return stamp;
+  throw new StoreError('io', 'the file system keeps no modification time that tells this save from the last one');
 }
 
 /** The WIT `condition` as `{ holds(current), text }` (`current`: a BigInt version or `null`). */

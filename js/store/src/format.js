@@ -209,7 +209,7 @@ export const U64_MAX = (1n << 64n) - 1n;
 const I64_MIN = -(1n << 63n);
 const I64_MAX = (1n << 63n) - 1n;
 /** A version record longer than this is not read past it (and so does not parse). */
-export const MAX_RECORD_BYTES = 256;
+export const MAX_RECORD_BYTES = 512;
 
 /** The names beside the Task file `<stem>.json`: its version record and its lock. */
 export function sideNames(taskFile) {
@@ -222,31 +222,37 @@ export function sideNames(taskFile) {
  * A record of exactly this length is overwritten in place by the next save; any other is
  * replaced by a rename.
  */
-export const RECORD_LEN = 128;
+export const RECORD_LEN = 256;
 
 /**
  * The check of a record's fields: the first 8 bytes of the SHA-256 of
- * `"<version> <size> <mtime_ns>"`, in hex. A record torn by a concurrent in-place write fails it.
+ * `"<version> <size> <mtime_ns>"` (and, in format 2 with a previous file,
+ * `" <prev_size> <prev_mtime_ns>"`), in hex. A record torn by a concurrent in-place write fails
+ * it.
  */
-export function recordCheck({ version, size, mtimeNs }) {
-  return sha256Hex(utf8(`${version} ${size} ${mtimeNs}`)).slice(0, 16);
+export function recordCheck({ version, size, mtimeNs, prev = null }) {
+  const fields = prev === null ? `${version} ${size} ${mtimeNs}` : `${version} ${size} ${mtimeNs} ${prev.size} ${prev.mtimeNs}`;
+  return sha256Hex(utf8(fields)).slice(0, 16);
 }
 
 /**
- * The text of a version record:
- * `{"format":1,"version":N,"size":S,"mtime_ns":M,"check":"C"}`, padded with spaces to
+ * The text of a version record (format 2):
+ * `{"format":2,"version":N,"size":S,"mtime_ns":M,"prev_size":PS,"prev_mtime_ns":PM,"check":"C"}`
+ * (the `prev_` members only when the save replaced a Task file), padded with spaces to
  * [`RECORD_LEN`] bytes including the final newline.
  */
-export function recordText({ version, size, mtimeNs }) {
-  const line = `{"format":1,"version":${version},"size":${size},"mtime_ns":${mtimeNs},"check":"${recordCheck({ version, size, mtimeNs })}"}`;
-  // Always shorter in practice; a longer one is written unpadded, and renamed over next time.
+export function recordText({ version, size, mtimeNs, prev = null }) {
+  const prevMembers = prev === null ? '' : `,"prev_size":${prev.size},"prev_mtime_ns":${prev.mtimeNs}`;
+  const line = `{"format":2,"version":${version},"size":${size},"mtime_ns":${mtimeNs}${prevMembers},"check":"${recordCheck({ version, size, mtimeNs, prev })}"}`;
+  // Always shorter: the longest fields there are make 238 bytes.
   return line + ' '.repeat(Math.max(0, RECORD_LEN - 1 - line.length)) + '\n';
 }
 
 /**
  * Parses a version record as the Rust store does (serde_json, any key order, the last of
- * duplicate keys wins, other members ignored): `{ version, size, mtimeNs }` as BigInts, or
- * `null` for anything that is not a readable record of format 1, or whose `check` fails.
+ * duplicate keys wins, other members ignored): `{ version, size, mtimeNs, prev }` as BigInts
+ * (`prev`: `{ size, mtimeNs }` or `null`), or `null` for anything that is not a readable record
+ * of format 1 or 2, or whose `check` fails.
  */
 export function parseRecord(text) {
   let value;
@@ -268,26 +274,40 @@ export function parseRecord(text) {
     const n = BigInt(v.raw);
     return n >= I64_MIN && n <= I64_MAX ? n : null;
   };
-  if (u64(value.get('format')) !== 1n) return null;
+  const format = u64(value.get('format'));
+  if (format !== 1n && format !== 2n) return null;
   const version = u64(value.get('version'));
   const size = u64(value.get('size'));
   const mtimeNs = i64(value.get('mtime_ns'));
   if (version === null || size === null || mtimeNs === null) return null;
-  const record = { version, size, mtimeNs };
-  // Records written before checks (always by rename, never torn) have none.
-  if (value.has('check') && value.get('check') !== recordCheck(record)) return null;
+  let prev = null;
+  if (value.has('prev_size') || value.has('prev_mtime_ns')) {
+    const prevSize = u64(value.get('prev_size'));
+    const prevMtimeNs = i64(value.get('prev_mtime_ns'));
+    if (format !== 2n || prevSize === null || prevMtimeNs === null) return null;
+    prev = { size: prevSize, mtimeNs: prevMtimeNs };
+  }
+  const record = { version, size, mtimeNs, prev };
+  // Format-1 records written before checks (always by rename, never torn) have none.
+  if (!value.has('check')) return format === 1n ? record : null;
+  if (value.get('check') !== recordCheck(record)) return null;
   return record;
 }
 
 /**
  * The version of a Task file with this stamp (`{ size, mtimeNs }`), given the record (if any)
- * read before it: the record's version if it describes this file, one past it if not (a
- * writer crashed between its two renames, or one that knows nothing of versions wrote it), 1
- * if there is no record.
+ * read before it: the record's version if it describes this file; one less if it is the file
+ * the record's save replaced (that save has not renamed its Task file into place yet); one
+ * past it if it is another (a writer crashed before writing its record, or one that knows
+ * nothing of versions wrote it); 1 if there is no record.
  */
 export function versionOf(record, stamp) {
   if (record === null || record === undefined) return 1n;
   if (record.size === stamp.size && record.mtimeNs === stamp.mtimeNs) return record.version;
+  const prev = record.prev ?? null;
+  if (prev !== null && prev.size === stamp.size && prev.mtimeNs === stamp.mtimeNs) {
+    return record.version > 1n ? record.version - 1n : 1n;
+  }
   return record.version < U64_MAX ? record.version + 1n : U64_MAX;
 }
 

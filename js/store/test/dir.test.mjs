@@ -11,6 +11,7 @@ import {
   mkdtempSync,
   readFileSync,
   readdirSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -45,14 +46,20 @@ const task = (id, extra = {}) => JSON.stringify({ id, ...extra });
  * The record text the Rust store writes for the Task file `name` as it is now: the line with
  * its check (computed here with Node's own SHA-256), padded to 128 bytes.
  */
-function expectedRecord(dir, name, version) {
+/**
+ * The record the Rust store writes for version `version` of the Task file `name`, replacing a
+ * file with the stamp `prev` (`{ size, mtimeNs }` from a `bigint` stat) or none.
+ */
+function expectedRecord(dir, name, version, prev = null) {
   const st = statSync(join(dir, name), { bigint: true });
+  const fields = prev === null ? '' : ` ${prev.size} ${prev.mtimeNs}`;
   const check = createHash('sha256')
-    .update(`${version} ${st.size} ${st.mtimeNs}`)
+    .update(`${version} ${st.size} ${st.mtimeNs}${fields}`)
     .digest('hex')
     .slice(0, 16);
-  const line = `{"format":1,"version":${version},"size":${st.size},"mtime_ns":${st.mtimeNs},"check":"${check}"}`;
-  return line.padEnd(127, ' ') + '\n';
+  const prevMembers = prev === null ? '' : `,"prev_size":${prev.size},"prev_mtime_ns":${prev.mtimeNs}`;
+  const line = `{"format":2,"version":${version},"size":${st.size},"mtime_ns":${st.mtimeNs}${prevMembers},"check":"${check}"}`;
+  return line.padEnd(255, ' ') + '\n';
 }
 
 /** Sets a file's modification time `seconds` into the past. */
@@ -81,16 +88,18 @@ test('saves count versions from 1; get returns the text with its version; delete
   assert.equal(store.save(task('t'), absent), 1n, 'a Task saved after a delete starts at 1');
 });
 
-test('the version record is the Rust text, naming the size and mtime of the Task file', async () => {
+test('the version record is the Rust text, naming the size and mtime of the Task file and of the one it replaced', async () => {
   const dir = tempDir();
   for (const settings of [[], [['durability', 'relaxed']]]) {
     const { store } = await openInstance(dir, settings);
     const id = `a/b é ${settings.length}`;
     const stem = encodeURIComponent(id).replace(/[!'()*~]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
     assert.equal(store.save(task(id, { x: 'y' }), any), 1n);
+    assert.equal(readFileSync(join(dir, `.~${stem}.v`), 'utf8'), expectedRecord(dir, `${stem}.json`, 1));
+    const first = statSync(join(dir, `${stem}.json`), { bigint: true });
     assert.equal(store.save(task(id, { x: 'yy' }), any), 2n);
     const text = readFileSync(join(dir, `.~${stem}.v`), 'utf8');
-    assert.equal(text, expectedRecord(dir, `${stem}.json`, 2));
+    assert.equal(text, expectedRecord(dir, `${stem}.json`, 2, first));
     assert.equal(readFileSync(join(dir, `${stem}.json`), 'utf8'), task(id, { x: 'yy' }));
   }
 });
@@ -123,7 +132,7 @@ test('a Task file the record does not describe is one version past it; no record
   assert.equal(store.get('t').version, 2n);
   const inode = statSync(join(dir, '.~t.v')).ino;
   assert.equal(store.save(task('t', { v: 6 }), at(2)), 3n);
-  assert.equal(statSync(join(dir, '.~t.v')).ino, inode, 'a 128-byte record is overwritten in place');
+  assert.equal(statSync(join(dir, '.~t.v')).ino, inode, 'a 256-byte record is overwritten in place');
   writeFileSync(join(dir, '.~t.v'), '{"format":1,"vers');
   rmSync(join(dir, '.~t.v'));
   assert.equal(store.get('t').version, 1n);
@@ -206,20 +215,23 @@ test('breaking a lock puts back a lock that was retaken meanwhile; unlock leaves
   const dir = tempDir();
   const { DirStore } = await openInstance(dir);
   const s = new DirStore(true, 1000);
+  // Aside, a lock changed within the lease is not stale (retaken since it was judged stale).
   writeFileSync(join(dir, '.~x.l'), 'new-owner');
-  s.breakLock('.~x.l', 'stale-owner');
+  s.breakLock('.~x.l');
   assert.deepEqual(names(dir), ['.~x.l']);
   assert.equal(readFileSync(join(dir, '.~x.l'), 'utf8'), 'new-owner');
-  s.breakLock('.~x.l', 'new-owner');
+  age(join(dir, '.~x.l'), 2);
+  s.breakLock('.~x.l');
   assert.deepEqual(names(dir), []);
-  s.breakLock('.~x.l', 'gone');
+  s.breakLock('.~x.l');
   assert.deepEqual(names(dir), []);
 
   const lock = s.lock('.~y.l');
-  assert.match(readFileSync(join(dir, '.~y.l'), 'utf8'), /^[0-9a-f]{32}$/);
-  assert.equal(lock.token, readFileSync(join(dir, '.~y.l'), 'utf8'));
+  assert.equal(readFileSync(join(dir, '.~y.l'), 'utf8'), '', 'a lock is an empty file until a save writes into it');
   s.checkHeld(lock);
-  writeFileSync(join(dir, '.~y.l'), 'someone else');
+  // Broken and retaken by someone else: another file under its name.
+  writeFileSync(join(dir, 'other'), 'someone else');
+  renameSync(join(dir, 'other'), join(dir, '.~y.l'));
   assert.throws(() => s.checkHeld(lock), (e) => e.tag === 'io' && /taken over; nothing was saved/.test(e.message));
   s.unlock(lock);
   assert.equal(readFileSync(join(dir, '.~y.l'), 'utf8'), 'someone else', 'not ours: left alone');

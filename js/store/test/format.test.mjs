@@ -269,30 +269,43 @@ test('version records: exact text, tolerant parse, and the version a stamp gives
   const text = recordText({ version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n });
   assert.equal(
     text,
-    '{"format":1,"version":3,"size":17,"mtime_ns":1796000000123456789,"check":"927536a352300425"}'.padEnd(127, ' ') + '\n',
+    '{"format":2,"version":3,"size":17,"mtime_ns":1796000000123456789,"check":"927536a352300425"}'.padEnd(255, ' ') + '\n',
   );
-  assert.equal(text.length, 128);
+  assert.equal(text.length, 256);
   const record = parseRecord(text);
-  assert.deepEqual(record, { version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n });
-  // The example in docs/on-disk-format.md.
+  assert.deepEqual(record, { version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n, prev: null });
+  // The examples in docs/on-disk-format.md (and crates/format/src/dir.rs).
+  const prev = { size: 1200n, mtimeNs: 1_764_547_100_000_000_000n };
+  const documented = recordText({ version: 7n, size: 1234n, mtimeNs: 1_764_547_200_123_456_789n, prev });
   assert.match(
-    recordText({ version: 7n, size: 1234n, mtimeNs: 1_764_547_200_123_456_789n }),
-    /^\{"format":1,"version":7,"size":1234,"mtime_ns":1764547200123456789,"check":"d88e547c369014c6"\} +\n$/,
+    documented,
+    /^\{"format":2,"version":7,"size":1234,"mtime_ns":1764547200123456789,"prev_size":1200,"prev_mtime_ns":1764547100000000000,"check":"e1df9f6a0b2b31fc"\} +\n$/,
   );
-  // A check that does not match its fields (a torn copy) is no record; none at all (a record
-  // an earlier release wrote) is fine.
+  assert.equal(documented.length, 256);
+  assert.deepEqual(parseRecord(documented), { version: 7n, size: 1234n, mtimeNs: 1_764_547_200_123_456_789n, prev });
+  // Format 1, which earlier savers wrote after their rename, is still read.
+  assert.deepEqual(
+    parseRecord('{"format":1,"version":7,"size":1234,"mtime_ns":1764547200123456789,"check":"d88e547c369014c6"}'),
+    { version: 7n, size: 1234n, mtimeNs: 1_764_547_200_123_456_789n, prev: null },
+  );
+  // A check that does not match its fields (a torn copy) is no record; none at all is fine in
+  // format 1 (a record an earlier release wrote), never in format 2.
   assert.equal(parseRecord(text.replace('"version":3,', '"version":9,')), null);
+  assert.equal(parseRecord(documented.replace('"prev_size":1200,', '"prev_size":1201,')), null);
   assert.deepEqual(parseRecord('{"format":1,"version":3,"size":17,"mtime_ns":1796000000123456789}\n'), record);
   // Any key order, whitespace, other members, the last duplicate winning; u64 kept exactly.
   assert.deepEqual(
     parseRecord(' { "mtime_ns" : -1 , "x":[{"y":null}], "size":0,"version":1,"version":18446744073709551615,"format":1 }'),
-    { version: 18446744073709551615n, size: 0n, mtimeNs: -1n },
+    { version: 18446744073709551615n, size: 0n, mtimeNs: -1n, prev: null },
   );
   for (const bad of [
     '',
     'null',
     '[]',
     '{"format":2,"version":1,"size":1,"mtime_ns":1}',
+    '{"format":3,"version":1,"size":1,"mtime_ns":1}',
+    '{"format":1,"version":1,"size":1,"mtime_ns":1,"prev_size":1,"prev_mtime_ns":0}',
+    '{"format":2,"version":1,"size":1,"mtime_ns":1,"prev_size":1,"check":"x"}',
     '{"version":1,"size":1,"mtime_ns":1}',
     '{"format":1,"version":1.0,"size":1,"mtime_ns":1}',
     '{"format":1,"version":-1,"size":1,"mtime_ns":1}',
@@ -310,6 +323,11 @@ test('version records: exact text, tolerant parse, and the version a stamp gives
   assert.equal(versionOf(record, { ...stamp, mtimeNs: stamp.mtimeNs + 1n }), 4n, 'written after it');
   assert.equal(versionOf(record, { ...stamp, size: 18n }), 4n);
   assert.equal(versionOf(null, stamp), 1n, 'no record');
+  const pending = { version: 5n, size: 17n, mtimeNs: 2_000n, prev: { size: 17n, mtimeNs: 1_000n } };
+  assert.equal(versionOf(pending, { size: 17n, mtimeNs: 2_000n }), 5n, 'the file the record describes');
+  assert.equal(versionOf(pending, { size: 17n, mtimeNs: 1_000n }), 4n, 'the file its save replaces');
+  assert.equal(versionOf(pending, { size: 18n, mtimeNs: 1_000n }), 6n, 'another: written after it');
+  assert.equal(versionOf({ ...pending, version: 1n }, { size: 17n, mtimeNs: 1_000n }), 1n, 'never below 1');
   const top = { version: 18446744073709551615n, size: 0n, mtimeNs: 0n };
   assert.equal(versionOf(top, stamp), 18446744073709551615n, 'saturates');
 });
