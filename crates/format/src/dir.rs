@@ -1917,6 +1917,60 @@ mod tests {
         );
     }
 
+    /// A saver that died after writing its record and before renaming its lock leaves the old
+    /// Task file, which reads as the version it is (the record's previous file), and a lock
+    /// holding part of its text, which is never read as the Task and is broken after the
+    /// lease; the next save on that version succeeds and counts on from it.
+    #[test]
+    fn a_save_that_died_before_its_rename_leaves_the_old_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir).with_lock_lease(Duration::from_millis(200));
+        s.save_checked("d", r#"{"id":"d","n":1}"#).unwrap();
+        s.save_checked("d", r#"{"id":"d","n":2}"#).unwrap();
+        let old = stamp_at(&dir.path().join("d.json")).unwrap();
+        // What the dead saver left: its lock with half a text, and its record for version 3.
+        let lock = dir.path().join(".~d.l");
+        fs::write(&lock, r#"{"id":"d","n":"#).unwrap();
+        let record = Record {
+            version: 3,
+            stamp: stamp_at(&lock).unwrap(),
+            prev: Some(old),
+        };
+        fs::write(dir.path().join(".~d.v"), record.to_text()).unwrap();
+        assert_eq!(
+            s.get_versioned("d").unwrap(),
+            Some((r#"{"id":"d","n":2}"#.into(), 2))
+        );
+        let err = s
+            .save_checked_if("d", r#"{"id":"d","n":9}"#, Expect::Version(3))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                DirError::Conflict {
+                    current: Some(2),
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            s.save_checked_if("d", r#"{"id":"d","n":3}"#, Expect::Version(2))
+                .unwrap(),
+            3
+        );
+        assert_eq!(
+            s.get_versioned("d").unwrap(),
+            Some((r#"{"id":"d","n":3}"#.into(), 3))
+        );
+        let mut names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".~d.v", "d.json"], "the dead saver's lock is gone");
+    }
+
     /// A save whose file would have the stamp of the file it replaces (the same length,
     /// written within one tick of the file system's clock) moves its modification time on:
     /// readers tell the two apart by their stamps alone.
