@@ -697,38 +697,41 @@ impl DirStore {
             // The record first, in place when this store wrote it (one short write, no new
             // file); a missing or foreign one is replaced by a rename. A reader between this
             // and the rename below sees the record and the file it replaces: one version less.
-            match in_place {
-                Some(mut file) => file
-                    .write_from_start(record_text.as_bytes())
-                    .and_then(|()| match self.durability {
-                        Durability::Full => file.sync_data(),
-                        Durability::Relaxed => Ok(()),
-                    })
-                    .map_err(|e| io_err("write", &record_path, e))?,
+            // A record written in place is flushed after the rename, beside the directory
+            // flush (see `SharedSync::sync_meanwhile`): the acknowledgement waits for both.
+            let written_in_place = match in_place {
+                Some(mut file) => {
+                    file.write_from_start(record_text.as_bytes())
+                        .map_err(|e| io_err("write", &record_path, e))?;
+                    Some(file)
+                }
                 None => {
                     let (record_temp, _) = self.write_temp(record_text.as_bytes())?;
                     let mut temps = TempGuard(vec![record_temp.clone()]);
                     fs::rename(&record_temp, &record_path)
                         .map_err(|e| io_err("rename into", &record_path, e))?;
                     temps.0.clear();
+                    None
                 }
-            }
+            };
             self.check_held(&lock)?;
             fs::rename(&lock.path, &target).map_err(|e| io_err("rename into", &target, e))?;
             lock.renamed = true;
-            Ok(version)
+            Ok((version, written_in_place))
         })();
         self.unlock(lock);
         drop(replaced);
-        let version = result?;
+        let (version, written_in_place) = result?;
         if self.durability == Durability::Full {
-            self.dir_syncs
-                .sync(&self.root)
-                .map_err(|source| DirError::Io {
-                    op: "sync directory",
-                    file: self.root.clone(),
+            let flush_record = || match &written_in_place {
+                Some(file) => file.sync_data().map_err(|source| DirError::Io {
+                    op: "write",
+                    file: record_path.clone(),
                     source,
-                })?;
+                }),
+                None => Ok(()),
+            };
+            self.dir_syncs.sync_meanwhile(&self.root, flush_record)?;
         }
         Ok(version)
     }
@@ -1414,15 +1417,41 @@ struct SyncBatch(std::sync::OnceLock<Result<(), FlushError>>);
 type FlushError = (io::ErrorKind, Option<i32>, String);
 
 impl SharedSync {
-    fn sync(&self, dir: &Path) -> io::Result<()> {
-        self.run(|| sync_dir(dir))
+    /// Flushes the directory `dir` (shared, as [`SharedSync::run`]), doing `meanwhile` (a save
+    /// flushing its version record) while the flush this call waits for may already run.
+    fn sync_meanwhile(
+        &self,
+        dir: &Path,
+        meanwhile: impl FnOnce() -> Result<(), DirError>,
+    ) -> Result<(), DirError> {
+        let mut other = Ok(());
+        let synced = self.run(|| sync_dir(dir), || other = meanwhile());
+        other?;
+        synced.map_err(|source| DirError::Io {
+            op: "sync directory",
+            file: dir.to_path_buf(),
+            source,
+        })
     }
 
-    /// Waits for a run of `flush` (this caller's or another's) that starts after this call.
-    fn run(&self, flush: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+    /// Waits for a run of `flush` (this caller's or another's) that starts after this call,
+    /// doing `meanwhile` first: any other saver may start the flush this call waits for while
+    /// it does.
+    fn run(
+        &self,
+        flush: impl FnOnce() -> io::Result<()>,
+        meanwhile: impl FnOnce(),
+    ) -> io::Result<()> {
         // Nothing panics while holding the state, so a poisoned lock still holds a true one.
+        let mine = Arc::clone(
+            &self
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .joining,
+        );
+        meanwhile();
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let mine = Arc::clone(&state.joining);
         // A caller only ever starts the flush of its own batch: the batch waiting to start is
         // swapped out only when a flush starts, so it stays this caller's until one does.
         let mut flush = Some(flush);
@@ -2008,13 +2037,16 @@ mod tests {
                     barrier.wait();
                     let arrived = clock.fetch_add(1, Ordering::SeqCst);
                     shared
-                        .run(|| {
-                            let started = clock.fetch_add(1, Ordering::SeqCst);
-                            std::thread::sleep(Duration::from_millis(50));
-                            let ended = clock.fetch_add(1, Ordering::SeqCst);
-                            flushes.lock().unwrap().push((started, ended));
-                            Ok(())
-                        })
+                        .run(
+                            || {
+                                let started = clock.fetch_add(1, Ordering::SeqCst);
+                                std::thread::sleep(Duration::from_millis(50));
+                                let ended = clock.fetch_add(1, Ordering::SeqCst);
+                                flushes.lock().unwrap().push((started, ended));
+                                Ok(())
+                            },
+                            || {},
+                        )
                         .unwrap();
                     let returned = clock.fetch_add(1, Ordering::SeqCst);
                     let flushes = flushes.lock().unwrap();
@@ -2033,11 +2065,14 @@ mod tests {
         let (running, release) = (Barrier::new(2), Barrier::new(3));
         let results = std::thread::scope(|scope| {
             let first = scope.spawn(|| {
-                shared.run(|| {
-                    running.wait();
-                    release.wait();
-                    Ok(())
-                })
+                shared.run(
+                    || {
+                        running.wait();
+                        release.wait();
+                        Ok(())
+                    },
+                    || {},
+                )
             });
             running.wait();
             // Two callers arrive while the first flush runs: they share the next, which fails.
@@ -2045,7 +2080,7 @@ mod tests {
                 .map(|_| {
                     scope.spawn(|| {
                         release.wait();
-                        shared.run(|| Err(io::Error::from_raw_os_error(libc::EIO)))
+                        shared.run(|| Err(io::Error::from_raw_os_error(libc::EIO)), || {})
                     })
                 })
                 .collect();
@@ -2058,8 +2093,45 @@ mod tests {
             assert_eq!(result.unwrap_err().raw_os_error(), Some(libc::EIO));
         }
         assert!(
-            shared.run(|| Ok(())).is_ok(),
+            shared.run(|| Ok(()), || {}).is_ok(),
             "the next flush is a new batch"
+        );
+
+        // What a caller does meanwhile overlaps the flush it waits for: here another caller,
+        // arriving after it, runs that flush while it is busy, and it finds the flush done.
+        let shared = SharedSync::default();
+        let (joined, flushed) = (Barrier::new(2), Barrier::new(2));
+        let (own_flush_ran, others_flush_ran) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|scope| {
+            let busy = scope.spawn(|| {
+                shared.run(
+                    || {
+                        own_flush_ran.fetch_add(1, Ordering::SeqCst);
+                        Ok(())
+                    },
+                    || {
+                        joined.wait();
+                        flushed.wait();
+                    },
+                )
+            });
+            joined.wait();
+            shared
+                .run(
+                    || {
+                        others_flush_ran.fetch_add(1, Ordering::SeqCst);
+                        Ok(())
+                    },
+                    || {},
+                )
+                .unwrap();
+            flushed.wait();
+            busy.join().unwrap().unwrap();
+        });
+        assert_eq!(
+            (own_flush_ran.into_inner(), others_flush_ran.into_inner()),
+            (0, 1),
+            "one flush, run by the caller that was free, served both"
         );
     }
 

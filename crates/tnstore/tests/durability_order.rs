@@ -4,8 +4,8 @@
 //!
 //! A save at full durability must take the Task's lock (its temp file), write the Task text into
 //! it and flush it; write the version record (in place, once the record exists: no second temp
-//! file) and flush it; then rename the lock over the Task file, which releases it; then flush
-//! the directory, which makes the rename durable; and only then exit 0. Nothing is removed: one
+//! file); then rename the lock over the Task file, which releases it; then flush the record and
+//! the directory (which makes the rename durable); and only then exit 0. Nothing is removed: one
 //! file created, one renamed. See `docs/on-disk-format.md`, "Saving". Each file is written on
 //! the thread that then flushes it: no write is handed to another thread and back.
 //! The Task file the rename replaces is held open (`O_PATH`) across the rename and closed after
@@ -303,11 +303,11 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
     assert!(
         wrote_lock < synced_lock
             && synced_lock < wrote_record
-            && wrote_record < synced_record
-            && synced_record < rename
+            && wrote_record < rename
+            && rename < synced_record
             && rename < synced_dir,
-        "{selector}: the text is written into the lock and flushed, the record written and \
-         flushed, then the lock renamed over the Task file, then the directory flushed: \
+        "{selector}: the text is written into the lock and flushed, the record written, then \
+         the lock renamed over the Task file, then the record and the directory flushed: \
          {calls:#?}"
     );
     // Files are flushed with `fdatasync` (found above): their data and length, which reading
