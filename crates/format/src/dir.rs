@@ -1946,6 +1946,32 @@ mod tests {
         );
     }
 
+    /// A save that holds its lock past half the lease (here: the shortest lease, 10 ms, and
+    /// 48 MiB of text to write and flush under it) gives up before it changes the record or
+    /// the Task file, and removes its lock.
+    #[test]
+    fn a_save_slower_than_half_its_lease_changes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = store(&dir);
+        s.save_checked("h", r#"{"id":"h","n":1}"#).unwrap();
+        let record = fs::read(dir.path().join(".~h.v")).unwrap();
+        let hurried = store(&dir).with_lock_lease(Duration::from_nanos(1));
+        let big = format!(r#"{{"id":"h","pad":"{}"}}"#, "x".repeat(48 << 20));
+        let err = hurried.save_checked("h", &big).unwrap_err();
+        assert!(err.to_string().contains("half its lease"), "{err}");
+        assert_eq!(
+            s.get_versioned("h").unwrap(),
+            Some((r#"{"id":"h","n":1}"#.into(), 1))
+        );
+        assert_eq!(fs::read(dir.path().join(".~h.v")).unwrap(), record);
+        let mut names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, [".~h.v", "h.json"], "the lock is removed");
+    }
+
     /// A saver that died after writing its record and before renaming its lock leaves the old
     /// Task file, which reads as the version it is (the record's previous file), and a lock
     /// holding part of its text, which is never read as the Task and is broken after the
