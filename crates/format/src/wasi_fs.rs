@@ -25,11 +25,9 @@ use crate::dir::{Kind, Refused, Stamp};
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use wasip2::clocks::wall_clock::Datetime;
 use wasip2::filesystem::preopens;
 use wasip2::filesystem::types::{
-    Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, NewTimestamp,
-    OpenFlags, PathFlags,
+    Descriptor, DescriptorFlags, DescriptorStat, DescriptorType, ErrorCode, OpenFlags, PathFlags,
 };
 
 thread_local! {
@@ -135,17 +133,6 @@ impl WasiWriter {
     pub(crate) fn identity(&self) -> io::Result<(u64, u64)> {
         let hash = self.0.metadata_hash().map_err(to_io)?;
         Ok((hash.lower, 0))
-    }
-
-    /// Sets the file's modification time (nanoseconds since the Unix epoch): `set-times`.
-    pub(crate) fn set_mtime_ns(&self, ns: u64) -> io::Result<()> {
-        let at = Datetime {
-            seconds: ns / 1_000_000_000,
-            nanoseconds: (ns % 1_000_000_000) as u32,
-        };
-        self.0
-            .set_times(NewTimestamp::NoChange, NewTimestamp::Timestamp(at))
-            .map_err(to_io)
     }
 
     /// The file's stamp, as `stat` says now.

@@ -528,9 +528,24 @@ export class DirStore {
       const version = current === null ? 1n : current < U64_MAX ? current + 1n : U64_MAX;
       let stamp;
       try {
-        writeAll(lock.file, utf8(text), lockName);
-        stamp = found === null ? stampOf(lock.file.stat()) : stampApart(lock.file, found);
+        const bytes = utf8(text);
+        writeAll(lock.file, bytes, lockName);
+        const first = bytes.subarray(0, 1);
+        const stampNow = () => (found === null ? stampOf(lock.file.stat()) : stampApart(lock.file, found, first));
+        stamp = stampNow();
         if (this.durable) lock.file.syncData();
+        // Breakers age a lock by its modification time, which the flush did not move: after a
+        // slow flush the lock is renewed (its first byte written again, which moves its time to
+        // now), so a loaded disk alone does not
+        // make the save give up. The new time is not flushed: a power loss before the file
+        // system writes it back leaves the old one, and the Task then reads one version past
+        // the record, never older than it is.
+        if ((monotonicNs() - lock.acquired) * 4n > BigInt(this.leaseMs) * MS) {
+          const renewed = monotonicNs();
+          writeAll(lock.file, first, lockName); // the same byte: the time moves to now
+          stamp = stampNow();
+          lock.acquired = renewed;
+        }
       } catch (e) {
         throw e instanceof StoreError ? e : ioError('write', lockName, e);
       }
@@ -755,22 +770,24 @@ function hashText(hash) {
 
 /**
  * The stamp of the open file `file`, made to differ from `old` (the Task file a save replaces)
- * if it does not: its modification time moved past `old`'s by the least the file system keeps.
- * Readers tell the two files apart by their stamps alone.
+ * if it does not: its first byte (`first`, as written) written again after a pause that lets
+ * the file system's clock tick (1 ms, doubling), which moves its modification time to now.
+ * Readers tell the two files apart by their stamps alone. No `set-times`: preview2-shim (the
+ * store in Node) sets those times in the wrong unit.
  */
-function stampApart(file, old) {
+function stampApart(file, old, first) {
   let stamp = stampOf(file.stat());
-  for (const step of [1n, 1_000n, 1_000_000n, 1_000_000_000n, 2_000_000_000n]) {
-    if (stamp.size !== old.size || stamp.mtimeNs !== old.mtimeNs) return stamp;
-    const at = old.mtimeNs + step;
-    file.setTimes({ tag: 'no-change' }, {
-      tag: 'timestamp',
-      val: { seconds: at / 1_000_000_000n, nanoseconds: Number(at % 1_000_000_000n) },
-    });
+  let pause = MS;
+  while (stamp.size === old.size && stamp.mtimeNs === old.mtimeNs) {
+    if (pause > 2000n * MS) {
+      throw new StoreError('io', 'the file system keeps no modification time that tells this save from the last one');
+    }
+    sleepNs(pause);
+    pause *= 2n;
+    writeAll(file, first, '');
     stamp = stampOf(file.stat());
   }
-  if (stamp.size !== old.size || stamp.mtimeNs !== old.mtimeNs) return stamp;
-  throw new StoreError('io', 'the file system keeps no modification time that tells this save from the last one');
+  return stamp;
 }
 
 /** The WIT `condition` as `{ holds(current), text }` (`current`: a BigInt version or `null`). */
