@@ -705,6 +705,14 @@ impl DirStore {
             // and the rename below sees the record and the file it replaces: one version less.
             // A record written in place is flushed after the rename, beside the directory
             // flush (see `SharedSync::sync_meanwhile`): the acknowledgement waits for both.
+            // A brand-new Task's record (no record, no Task file) is created in place too: if
+            // a power loss keeps the Task file and not the record's text, it reads as version
+            // 1, which it is. A record that replaces another is written whole and flushed
+            // before it is renamed into place, so the old one is never lost for nothing.
+            let in_place = match (in_place, record, found) {
+                (None, RecordRead::Missing, None) => create_new(&record_path).ok(),
+                (in_place, ..) => in_place,
+            };
             let written_in_place = match in_place {
                 Some(mut file) => {
                     file.write_from_start(record_text.as_bytes())
@@ -2103,8 +2111,9 @@ mod tests {
         assert_eq!(Record::version_of(odd, at(10, 1_000)), 1);
     }
 
-    /// The first save creates the record by a rename; every later one overwrites that same
-    /// file in place, at its fixed length, with a check a torn copy fails.
+    /// The first save creates the record (in place: a brand-new Task has none to lose); every
+    /// later one overwrites that same file in place, at its fixed length, with a check a torn
+    /// copy fails.
     #[cfg(unix)]
     #[test]
     fn the_version_record_is_overwritten_in_place_after_the_first_save() {

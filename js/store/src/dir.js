@@ -554,10 +554,21 @@ export class DirStore {
       // The record first, in place when these stores wrote it (one short write, no new file);
       // a missing or foreign one is replaced by a rename. A reader between this and the
       // rename below sees the record and the file it replaces: one version less.
+      // A brand-new Task's record (no record, no Task file) is created in place too: if a
+      // power loss keeps the Task file and not the record's text, it reads as version 1, which
+      // it is. A record that replaces another is written whole and flushed before it is
+      // renamed into place. A record written in place is flushed after the rename, with the
+      // directory: the acknowledgement waits for both, and the lock is not held for them.
+      if (inPlace === null && opened.record === MISSING && found === null) {
+        try {
+          inPlace = root().openAt(NO_FOLLOW, recordName, { create: true, exclusive: true }, { write: true });
+        } catch {
+          inPlace = null; // something is there after all: replaced by a rename below
+        }
+      }
       if (inPlace !== null) {
         try {
           writeAll(inPlace, recordBytes, recordName);
-          if (this.durable) inPlace.syncData();
         } catch (e) {
           throw e instanceof StoreError ? e : ioError('write', recordName, e);
         }
@@ -570,7 +581,16 @@ export class DirStore {
       this.checkHeld(lock);
       renameInto(lockName, name);
       lock.renamed = true;
-      if (this.durable) syncDir();
+      if (this.durable) {
+        if (inPlace !== null) {
+          try {
+            inPlace.syncData();
+          } catch (e) {
+            throw ioError('write', recordName, e);
+          }
+        }
+        syncDir();
+      }
       return version;
     } finally {
       close(inPlace);
