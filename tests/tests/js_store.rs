@@ -599,23 +599,34 @@ async fn js_rust_and_native_processes_race_conditional_saves_with_one_winner_per
             format!("wasm:{}?dir={}", js.store_wasm.display(), dir.display()),
         ),
     ];
-    let children: Vec<_> = racers
+    // Each racer loads its store (the JavaScript one takes longest), says `ready`, and waits
+    // for the go, so they race however long the loading took.
+    let mut children: Vec<_> = racers
         .iter()
         .map(|(tag, selector)| {
-            let child = Command::new(env!("CARGO_BIN_EXE_tn-racer"))
-                .args([selector.as_str(), "raced", tag, "60", "2000"])
+            let mut child = Command::new(env!("CARGO_BIN_EXE_tn-racer"))
+                .args([selector.as_str(), "raced", tag, "60", "2000", "gate"])
+                .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .expect("the racer starts");
-            (*tag, child)
+            let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            let mut ready = String::new();
+            std::io::BufRead::read_line(&mut stdout, &mut ready).unwrap();
+            assert_eq!(ready.trim(), "ready", "racer {tag}");
+            (*tag, child, stdout)
         })
         .collect();
+    for (_, child, _) in &mut children {
+        std::io::Write::write_all(child.stdin.as_mut().unwrap(), b"go\n").unwrap();
+    }
     let mut wins = Vec::new();
     let mut losses = 0;
-    for (tag, child) in children {
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "racer {tag} failed");
-        for line in String::from_utf8(out.stdout).unwrap().lines() {
+    for (tag, mut child, mut stdout) in children {
+        let mut lines = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut lines).unwrap();
+        assert!(child.wait().unwrap().success(), "racer {tag} failed");
+        for line in lines.lines() {
             let words: Vec<&str> = line.split(' ').collect();
             match words[0] {
                 "win" => {

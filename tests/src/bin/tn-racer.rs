@@ -5,7 +5,9 @@
 //! "seq": i, "pad": "…"}` on condition "still at version v" (or "still absent"). After each
 //! answer it prints one line, flushed: `win <base> <new version> <seq>` once the store
 //! acknowledged the save, `lose <base> <current version or 0>` on a conflict. `ATTEMPTS` 0 means
-//! forever (until killed). Prints `ready` first. Exits non-zero on any other error.
+//! forever (until killed). Prints `ready` first; with a sixth argument `gate`, then waits for a
+//! line on standard input before its first attempt, so a test can start several racers at
+//! once however long each took to load its store. Exits non-zero on any other error.
 //!
 //! `LEASE_MS` is the Task lock lease (file and component stores), so a test that kills racers
 //! need not wait out the 10 s default.
@@ -18,10 +20,11 @@ use toolnexus::{Expect, FileTaskStore, StoreError, Task, TaskStore, resolve_stor
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [selector, id, writer, attempts, lease_ms] = args.as_slice() else {
-        eprintln!("usage: tn-racer SELECTOR ID WRITER ATTEMPTS LEASE_MS");
+    let [selector, id, writer, attempts, lease_ms, rest @ ..] = args.as_slice() else {
+        eprintln!("usage: tn-racer SELECTOR ID WRITER ATTEMPTS LEASE_MS [gate]");
         std::process::exit(2);
     };
+    let gated = rest.first().is_some_and(|a| a == "gate");
     let attempts: u64 = attempts.parse().expect("ATTEMPTS is a number");
     let lease: u64 = lease_ms.parse().expect("LEASE_MS is a number");
     let store: std::sync::Arc<dyn TaskStore> = match selector.strip_prefix("file:") {
@@ -43,6 +46,12 @@ async fn main() {
     let mut out = std::io::stdout().lock();
     writeln!(out, "ready").unwrap();
     out.flush().unwrap();
+    if gated {
+        let mut go = String::new();
+        std::io::stdin()
+            .read_line(&mut go)
+            .unwrap_or_else(|e| fail(e));
+    }
     let mut seq = 0;
     while attempts == 0 || seq < attempts {
         let current = store.get_versioned(id).await.unwrap_or_else(|e| fail(e));
