@@ -1004,13 +1004,33 @@ fn lock_lost(lock: &Lock, lease: Duration) -> DirError {
     }
 }
 
-/// The stamp of `file`, made to differ from `old` if it does not: its first byte (`first`, as
-/// written) written again, which moves its modification time to now, after a pause that lets
-/// the file system's clock tick (1 ms, doubling; ext4, XFS, btrfs and APFS keep times to the
-/// kernel's tick). No `futimens` or WASI `set-times`: jco's preview2-shim sets those times in
-/// the wrong unit.
+/// The stamp of `file`, made to differ from `old` if it does not. Natively its modification
+/// time is first set 1 ns past `old`'s (`futimens`); where that does not part them (a file
+/// system with coarser times) and inside a component, its first byte (`first`, as written) is
+/// written again, which moves its modification time to now, after a pause that lets the file
+/// system's clock tick (1 ms, doubling). Components do not use WASI `set-times`: jco's
+/// preview2-shim sets those times in the wrong unit.
 fn stamp_apart(file: &Writable, old: Stamp, first: u8) -> io::Result<Stamp> {
-    let mut stamp = file.stamp()?;
+    let stamp = file.stamp()?;
+    if stamp != old {
+        return Ok(stamp);
+    }
+    #[cfg(not(target_os = "wasi"))]
+    if let (Writable::Std(std_file), Ok(ns)) = (file, u64::try_from(old.mtime_ns + 1)) {
+        std_file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_nanos(ns))?;
+        return rewrite_until_apart(file, old, first, file.stamp()?);
+    }
+    rewrite_until_apart(file, old, first, stamp)
+}
+
+/// [`stamp_apart`] by writing the first byte again, after pauses, until the stamp (`stamp`
+/// now) differs from `old`.
+fn rewrite_until_apart(
+    file: &Writable,
+    old: Stamp,
+    first: u8,
+    mut stamp: Stamp,
+) -> io::Result<Stamp> {
     let mut pause = Duration::from_millis(1);
     while stamp == old {
         if pause > Duration::from_secs(2) {
@@ -2072,9 +2092,16 @@ mod tests {
         let same = file.stamp().unwrap();
         let apart = stamp_apart(&file, same, b'{').unwrap();
         assert_eq!(apart.size, same.size);
-        assert!(apart.mtime_ns > same.mtime_ns, "{apart:?} after {same:?}");
+        assert_eq!(apart.mtime_ns, same.mtime_ns + 1, "natively, 1 ns on");
         assert_eq!(stamp_at(&path).unwrap(), apart, "on disk too");
         assert_eq!(fs::read(&path).unwrap(), b"{}", "the text is as it was");
+        // Where setting the time cannot part them (inside a component, or a file system with
+        // coarse times), writing the first byte again after a pause does.
+        let again = file.stamp().unwrap();
+        let rewritten = rewrite_until_apart(&file, again, b'{', again).unwrap();
+        assert!(rewritten.mtime_ns > again.mtime_ns, "{rewritten:?}");
+        assert_eq!(fs::read(&path).unwrap(), b"{}", "the text is as it was");
+        let apart = rewritten;
         let other = Stamp {
             size: 99,
             mtime_ns: 5,
