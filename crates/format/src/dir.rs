@@ -720,11 +720,7 @@ impl DirStore {
                     Some(file)
                 }
                 None => {
-                    let (record_temp, _) = self.write_temp(record_text.as_bytes())?;
-                    let mut temps = TempGuard(vec![record_temp.clone()]);
-                    fs::rename(&record_temp, &record_path)
-                        .map_err(|e| io_err("rename into", &record_path, e))?;
-                    temps.0.clear();
+                    self.replace_by_temp(&record_path, record_text.as_bytes())?;
                     None
                 }
             };
@@ -790,28 +786,33 @@ impl DirStore {
         Ok(stamp)
     }
 
-    /// Writes `contents` to a fresh temp file, flushed under full durability: its path and
-    /// stamp.
-    fn write_temp(&self, contents: &[u8]) -> Result<(PathBuf, Stamp), DirError> {
+    /// Replaces `target` with `contents`: a fresh temp file, written, flushed under full
+    /// durability and renamed over it (the directory is flushed by the save, after). On failure
+    /// the temp file is removed and `target` is untouched.
+    fn replace_by_temp(&self, target: &Path, contents: &[u8]) -> Result<(), DirError> {
         let (path, mut file) = create_temp(&self.root)?;
-        let result = file
+        let replaced = file
             .write_from_start(contents)
             .and_then(|()| match self.durability {
                 Durability::Full => file.sync_data(),
                 Durability::Relaxed => Ok(()),
             })
-            .and_then(|()| file.stamp());
-        match result {
-            Ok(stamp) => Ok((path, stamp)),
-            Err(source) => {
-                let _ = fs::remove_file(&path);
-                Err(DirError::Io {
-                    op: "write",
-                    file: path,
+            .map_err(|source| DirError::Io {
+                op: "write",
+                file: path.clone(),
+                source,
+            })
+            .and_then(|()| {
+                fs::rename(&path, target).map_err(|source| DirError::Io {
+                    op: "rename into",
+                    file: target.to_path_buf(),
                     source,
                 })
-            }
+            });
+        if replaced.is_err() {
+            let _ = fs::remove_file(&path);
         }
+        replaced
     }
 
     /// Takes the lock `name`: a file created exclusively (and kept open: a save writes its Task
@@ -1053,17 +1054,6 @@ fn stamp_at(path: &Path) -> io::Result<Stamp> {
         return found;
     }
     fs::symlink_metadata(path).map(|meta| Stamp::of(&meta))
-}
-
-/// Temp files to remove if a save stops before renaming them.
-struct TempGuard(Vec<PathBuf>);
-
-impl Drop for TempGuard {
-    fn drop(&mut self) {
-        for path in &self.0 {
-            let _ = fs::remove_file(path);
-        }
-    }
 }
 
 /// At most `limit` bytes from the start of `file`, of which `expected` are expected (its length

@@ -213,9 +213,7 @@ pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
 /// `std::fs::symlink_metadata` would say of them, in one host call instead of two. `None` if
 /// `path` is beneath no preopened directory.
 pub(crate) fn stamp_of(path: &Path) -> Option<io::Result<Stamp>> {
-    beneath(path, |dir, rel| {
-        Ok(stamp(&dir.stat_at(PathFlags::empty(), rel).map_err(to_io)?))
-    })
+    stamp_and_dir_of(path).map(|found| found.map(|(stamp, _)| stamp))
 }
 
 /// Like [`stamp_of`], and whether `path` is a directory.

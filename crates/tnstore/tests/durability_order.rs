@@ -239,6 +239,11 @@ fn traced_save(strace: &Path, cwd: &Path, selector: &str, task_file: &Path) -> V
         .collect()
 }
 
+/// The calls `pick` picks, in order.
+fn matching(calls: &[Call], pick: impl Fn(&Call) -> bool) -> Vec<&Call> {
+    calls.iter().filter(|c| pick(c)).collect()
+}
+
 fn position(calls: &[Call], what: &str, found: impl Fn(&Call) -> bool) -> usize {
     calls
         .iter()
@@ -328,10 +333,7 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
         lock_opens, 1,
         "{selector}: the lock is opened once, to create it: {calls:#?}"
     );
-    let unlinks: Vec<&Call> = calls
-        .iter()
-        .filter(|c| matches!(c, Call::Unlink(_)))
-        .collect();
+    let unlinks = matching(&calls, |c| matches!(c, Call::Unlink(_)));
     assert!(
         unlinks.is_empty(),
         "{selector}: a save removes nothing: {unlinks:#?}"
@@ -344,10 +346,7 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
     );
     // Every file a save creates is created private (0600) by its open: no mode is changed
     // after (`files.rs` checks the modes).
-    let chmods: Vec<&Call> = calls
-        .iter()
-        .filter(|c| matches!(c, Call::Chmod(_)))
-        .collect();
+    let chmods = matching(&calls, |c| matches!(c, Call::Chmod(_)));
     assert!(
         chmods.is_empty(),
         "{selector}: files are created private, not made so after: {chmods:#?}"
