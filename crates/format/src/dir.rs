@@ -9,6 +9,7 @@
 //!   have a random hidden name (`.tmp-<32 hex>`), created with `create_new`.
 //! - A read returns a Task only if the file parses as a Task whose `id` is the id asked for.
 
+use crate::group::SharedFlush;
 use crate::id::{self, IdError};
 use crate::query::{ListQuery, PageCollector, QueryError, SortKey};
 use crate::task::{self, TaskError};
@@ -18,8 +19,8 @@ use std::fs::{self, File, OpenOptions};
 use std::hash::BuildHasher;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, SystemTime};
 
 /// Prefix of every temp file name. Hidden, so never mistaken for a Task file.
@@ -177,7 +178,7 @@ pub struct DirStore {
     check_gets: bool,
     /// The directory flushes of saves, shared by the saves (of this store and its clones)
     /// waiting for one at the same time.
-    dir_syncs: Arc<SharedSync>,
+    dir_syncs: Arc<SharedFlush>,
     /// How long each flush of a save's text takes longer than the disk makes it (tests of
     /// slow disks only).
     #[cfg(test)]
@@ -704,7 +705,7 @@ impl DirStore {
             // file); a missing or foreign one is replaced by a rename. A reader between this
             // and the rename below sees the record and the file it replaces: one version less.
             // A record written in place is flushed after the rename, beside the directory
-            // flush (see `SharedSync::sync_meanwhile`): the acknowledgement waits for both.
+            // flush (see `sync_meanwhile`): the acknowledgement waits for both.
             // A brand-new Task's record (no record, no Task file) is created in place too: if
             // a power loss keeps the Task file and not the record's text, it reads as version
             // 1, which it is. A record that replaces another is written whole and flushed
@@ -741,7 +742,7 @@ impl DirStore {
                 }),
                 None => Ok(()),
             };
-            self.dir_syncs.sync_meanwhile(&self.root, flush_record)?;
+            sync_meanwhile(&self.dir_syncs, &self.root, flush_record)?;
         }
         Ok(version)
     }
@@ -1432,104 +1433,22 @@ fn id_mismatch(wanted: &str, found: &str) -> String {
     format!("holds task {found:?}, not {wanted:?}")
 }
 
-/// Directory flushes shared by the saves that wait for one at the same time (group commit).
-///
-/// A save needs a flush of the directory that starts after its rename. One that arrives while
-/// no flush runs starts one; one that arrives while a flush runs (which may have started before
-/// its rename) joins the next, which the first of its waiters starts when the running one ends.
-/// Every save in a batch gets that flush's outcome: a failed flush fails exactly its batch.
-/// Inside a component (one thread per instance) there is never anyone to share with.
-#[derive(Debug, Default)]
-struct SharedSync {
-    state: Mutex<SyncState>,
-    done: Condvar,
-}
-
-#[derive(Debug, Default)]
-struct SyncState {
-    running: bool,
-    /// The batch the next flush to start serves.
-    joining: Arc<SyncBatch>,
-}
-
-/// One flush's outcome, set once it ends.
-#[derive(Debug, Default)]
-struct SyncBatch(std::sync::OnceLock<Result<(), FlushError>>);
-
-/// What a failed flush said, for every save of its batch: its kind, OS error code and message.
-type FlushError = (io::ErrorKind, Option<i32>, String);
-
-impl SharedSync {
-    /// Flushes the directory `dir` (shared, as [`SharedSync::run`]), doing `meanwhile` (a save
-    /// flushing its version record) while the flush this call waits for may already run.
-    fn sync_meanwhile(
-        &self,
-        dir: &Path,
-        meanwhile: impl FnOnce() -> Result<(), DirError>,
-    ) -> Result<(), DirError> {
-        let mut other = Ok(());
-        let synced = self.run(|| sync_dir(dir), || other = meanwhile());
-        other?;
-        synced.map_err(|source| DirError::Io {
-            op: "sync directory",
-            file: dir.to_path_buf(),
-            source,
-        })
-    }
-
-    /// Waits for a run of `flush` (this caller's or another's) that starts after this call,
-    /// doing `meanwhile` first: any other saver may start the flush this call waits for while
-    /// it does.
-    fn run(
-        &self,
-        flush: impl FnOnce() -> io::Result<()>,
-        meanwhile: impl FnOnce(),
-    ) -> io::Result<()> {
-        // Nothing panics while holding the state, so a poisoned lock still holds a true one.
-        let mine = Arc::clone(
-            &self
-                .state
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .joining,
-        );
-        meanwhile();
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        // A caller only ever starts the flush of its own batch: the batch waiting to start is
-        // swapped out only when a flush starts, so it stays this caller's until one does.
-        let mut flush = Some(flush);
-        loop {
-            if let Some(outcome) = mine.0.get() {
-                return outcome.clone().map_err(|(kind, code, message)| match code {
-                    Some(code) => io::Error::from_raw_os_error(code),
-                    None => io::Error::new(kind, message),
-                });
-            }
-            if let Some(flush) = flush.take_if(|_| !state.running) {
-                state.running = true;
-                let batch = std::mem::take(&mut state.joining);
-                drop(state);
-                let result = flush();
-                let _ = batch.0.set(
-                    result
-                        .as_ref()
-                        .map(|_| ())
-                        .map_err(|e| (e.kind(), e.raw_os_error(), e.to_string())),
-                );
-                state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-                state.running = false;
-                self.done.notify_all();
-                if Arc::ptr_eq(&batch, &mine) {
-                    return result;
-                }
-                continue;
-            }
-            state = self
-                .done
-                .wait(state)
-                .unwrap_or_else(PoisonError::into_inner);
-        }
-    }
+/// Flushes the directory `dir`, shared with the saves into it that wait for a flush at the same
+/// time ([`SharedFlush`]: group commit), doing `meanwhile` (a save flushing its version record)
+/// while the flush this call waits for may already run.
+fn sync_meanwhile(
+    shared: &SharedFlush,
+    dir: &Path,
+    meanwhile: impl FnOnce() -> Result<(), DirError>,
+) -> Result<(), DirError> {
+    let mut other = Ok(());
+    let synced = shared.run(|| sync_dir(dir), || other = meanwhile());
+    other?;
+    synced.map_err(|source| DirError::Io {
+        op: "sync directory",
+        file: dir.to_path_buf(),
+        source,
+    })
 }
 
 fn sync_dir(dir: &Path) -> io::Result<()> {

@@ -10,13 +10,15 @@
 //! - [`state`]: the A2A task states in every protocol version's spelling, and which are terminal;
 //! - [`query`]: list filters and paging;
 //! - [`dir`]: atomic writes (unique temp file, flush, rename, directory sync), verified reads,
-//!   and the clean-up of temp files left behind by a crash.
+//!   and the clean-up of temp files left behind by a crash;
+//! - [`group`]: group commit, one flush shared by the callers waiting for one at the same time.
 //!
 //! It has no async runtime and no host-only dependency, so the components use it too (the
 //! lifecycle guard asks [`state`]). It is synchronous `std::fs` code on purpose: natively it runs on a blocking thread, inside a
 //! component it runs against the one directory the host preopened.
 
 pub mod dir;
+pub mod group;
 pub mod id;
 pub mod query;
 pub mod state;

@@ -47,10 +47,12 @@ enum Command {
     /// Save (upsert) a Task given as JSON, from FILE or standard input (`-` or nothing).
     /// Prints the new version on stderr. With --if-version or --if-absent the save is a
     /// compare-and-set: if the stored Task is not what was asked for, nothing is written and
-    /// the exit code is 4, naming the current version.
+    /// the exit code is 4, naming the current version. Several FILEs (each a different Task)
+    /// are all read and checked first, then saved at once (so their flushes are shared), each
+    /// acknowledged on stderr as it completes; if any fails the exit code is 3.
     Save {
-        /// File holding the Task JSON; `-` or nothing reads standard input.
-        file: Option<PathBuf>,
+        /// Files holding Task JSON; `-` or nothing reads standard input.
+        files: Vec<PathBuf>,
         /// Save only if the stored Task is at this version.
         #[arg(long, value_name = "N", conflicts_with = "if_absent")]
         if_version: Option<u64>,
@@ -264,11 +266,23 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Save {
-            file,
+            files,
+            if_version,
+            if_absent,
+        } if files.len() > 1 => {
+            if if_version.is_some() || if_absent {
+                return Err(Failure::Usage(
+                    "--if-version and --if-absent take one Task file, not several".into(),
+                ));
+            }
+            save_several(cli.store, files).await
+        }
+        Command::Save {
+            files,
             if_version,
             if_absent,
         } => {
-            let text = read_input(file)?;
+            let text = read_input(files.into_iter().next())?;
             let task = Task::from_json(&text)?;
             let expect = match (if_version, if_absent) {
                 (Some(v), _) => Expect::Version(v),
@@ -513,6 +527,57 @@ async fn open(selector: String) -> Result<std::sync::Arc<dyn toolnexus::TaskStor
         .await
         .map_err(|e| Failure::Store(format!("opening the store failed: {e}")))?
         .map_err(Failure::from)
+}
+
+/// `tnstore save FILE FILE…`: every file read and checked before anything is saved (a bad
+/// one, or two holding the same id, changes nothing), then all saved at once, each
+/// acknowledged as its save completes.
+async fn save_several(selector: String, files: Vec<PathBuf>) -> Result<(), Failure> {
+    let mut tasks = Vec::with_capacity(files.len());
+    let mut ids = std::collections::HashSet::new();
+    for path in &files {
+        let text = read_input(Some(path.clone()))?;
+        let task = Task::from_json(&text)
+            .map_err(|e| Failure::Usage(format!("{}: {e}", path.display())))?;
+        if !ids.insert(task.id().to_owned()) {
+            return Err(Failure::Usage(format!(
+                "{}: task {:?} is in more than one of the files",
+                path.display(),
+                task.id()
+            )));
+        }
+        tasks.push(task);
+    }
+    let store = open(selector).await?;
+    let saves: Vec<_> = tasks
+        .into_iter()
+        .map(|task| {
+            let store = std::sync::Arc::clone(&store);
+            tokio::spawn(async move {
+                let saved = store.save(&task).await;
+                // One write per line, so that lines of saves ending together never mix.
+                let line = match &saved {
+                    Ok(()) => format!("tnstore: saved {:?}\n", task.id()),
+                    Err(e) => format!("tnstore: {:?} not saved: {e}\n", task.id()),
+                };
+                let _ = std::io::stderr().write_all(line.as_bytes());
+                saved.is_ok()
+            })
+        })
+        .collect();
+    let mut failed = 0;
+    for save in saves {
+        if !save.await.unwrap_or(false) {
+            failed += 1;
+        }
+    }
+    match failed {
+        0 => Ok(()),
+        n => Err(Failure::Store(format!(
+            "{n} of {} tasks were not saved",
+            files.len()
+        ))),
+    }
 }
 
 /// The store, and the namespaces over it when the server has tenants or owners.

@@ -11,6 +11,10 @@
 //! The Task file the rename replaces is held open (`O_PATH`) across the rename and closed after
 //! it, so it is freed outside the directory's lock.
 //!
+//! Saves of several Tasks at once share their directory flushes (group commit), natively and
+//! across the component's instances, and each still waits for a flush of the directory that
+//! started after its own rename.
+//!
 //! And one thing about reads, seen the same way: the file-store component, told by this host
 //! that it never opens a FIFO, socket or device (`special-files-refused`), opens a Task file
 //! without looking at its name first.
@@ -561,4 +565,136 @@ fn a_call_held_in_a_system_call_is_answered_at_its_backstop() {
         got.contains("working"),
         "the timed-out save changed nothing: {got}"
     );
+}
+
+/// How many Tasks [`concurrent_saves_share_directory_flushes_and_each_waits_for_one_after_its_rename`]
+/// saves at once: the component store's default number of instances.
+const SAVERS: usize = 8;
+
+/// Where each traced call ended: for the line that starts a call, the index of the line that
+/// finished it (the same line, unless strace printed it `<unfinished ...>`: then the same
+/// thread's `<... NAME resumed>` line).
+fn ends(lines: &[&str]) -> Vec<usize> {
+    let mut ends: Vec<usize> = (0..lines.len()).collect();
+    let mut unfinished = std::collections::HashMap::new();
+    for (at, line) in lines.iter().enumerate() {
+        let Some(thread) = thread_of(line) else {
+            continue;
+        };
+        if line.contains(" <unfinished ...>") {
+            unfinished.insert(thread, at);
+        } else if line.contains(" resumed>")
+            && let Some(start) = unfinished.remove(&thread)
+        {
+            ends[start] = at;
+        }
+    }
+    ends
+}
+
+/// Saves of several Tasks at once (one `tnstore save` of eight files, as eight concurrent
+/// saves) share their directory flushes (group commit): natively, and across the component's
+/// instances, whose flushes the host shares. And each is still acknowledged only after its text
+/// was flushed before its rename, and after its rename a flush of its version record and a
+/// flush of the directory that *started after* the rename: what makes it survive power loss.
+/// strace holds every directory flush for half a second, so saves that rename meanwhile wait
+/// for the next one; without sharing, each save would make a flush of its own.
+#[test]
+fn concurrent_saves_share_directory_flushes_and_each_waits_for_one_after_its_rename() {
+    let Some(strace) = strace() else {
+        return;
+    };
+    for (selector, store_dir) in [
+        ("file:./files", "files"),
+        ("wasm:builtin?dir=./component", "component"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let cwd = fs::canonicalize(tmp.path()).unwrap();
+        let files: Vec<String> = (0..SAVERS)
+            .map(|k| {
+                let name = format!("g-{k}.json");
+                let task = format!(r#"{{"id":"g-{k}","status":{{"state":"working"}}}}"#);
+                fs::write(cwd.join(&name), task).unwrap();
+                name
+            })
+            .collect();
+        let args: Vec<&str> = std::iter::once("save")
+            .chain(files.iter().map(String::as_str))
+            .collect();
+        // The first saves (and the component's compilation) untraced: the traced ones replace
+        // Task files, as most saves do.
+        traced_tnstore(&strace, &cwd, selector, "trace=none", &args);
+        let (output, log) = traced_output(
+            &strace,
+            &cwd,
+            selector,
+            &[
+                "-s",
+                "128",
+                "-e",
+                "trace=write,fdatasync,fsync,rename,renameat,renameat2",
+                "-e",
+                "inject=fsync:delay_exit=500000",
+            ],
+            &args,
+        );
+        assert!(
+            output.status.success(),
+            "{selector}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let lines: Vec<&str> = log.lines().collect();
+        let ends = ends(&lines);
+        let calls: Vec<Option<Call>> = lines
+            .iter()
+            .map(|line| parse(line).map(|call| absolute(call, &cwd)))
+            .collect();
+        let dir = format!("{}/{store_dir}", cwd.display());
+        let starts = |want: &Call| -> Vec<usize> {
+            (0..calls.len())
+                .filter(|&at| calls[at].as_ref() == Some(want))
+                .collect()
+        };
+        let dir_flushes = starts(&Call::Sync(dir.clone()));
+        let mut first_rename = usize::MAX;
+        for k in 0..SAVERS {
+            let (task, lock, record) = (
+                format!("{dir}/g-{k}.json"),
+                format!("{dir}/.~g-{k}.l"),
+                format!("{dir}/.~g-{k}.v"),
+            );
+            let renamed = *starts(&Call::Rename {
+                from: lock.clone(),
+                to: task,
+            })
+            .first()
+            .unwrap_or_else(|| panic!("{selector}: no rename of g-{k}'s lock: {log}"));
+            first_rename = first_rename.min(renamed);
+            let acked = lines
+                .iter()
+                .position(|line| line.contains(&format!(r#"saved \"g-{k}\""#)))
+                .unwrap_or_else(|| panic!("{selector}: g-{k} is not acknowledged: {log}"));
+            let text_flushed = starts(&Call::SyncData(lock))
+                .into_iter()
+                .any(|at| ends[at] < renamed);
+            let record_flushed = starts(&Call::SyncData(record))
+                .into_iter()
+                .any(|at| at > ends[renamed] && ends[at] < acked);
+            let dir_flushed = dir_flushes
+                .iter()
+                .any(|&at| at > ends[renamed] && ends[at] < acked);
+            assert!(
+                text_flushed && record_flushed && dir_flushed,
+                "{selector}: g-{k} is acknowledged after its text was flushed before its \
+                 rename ({text_flushed}), and after a flush of its record ({record_flushed}) \
+                 and one of the directory ({dir_flushed}) that started after it: {log}"
+            );
+        }
+        let shared = dir_flushes.iter().filter(|&&at| at > first_rename).count();
+        assert!(
+            shared < SAVERS,
+            "{selector}: {SAVERS} saves at once share their directory flushes ({shared} \
+             flushes): {log}"
+        );
+    }
 }

@@ -318,7 +318,8 @@ const FILESYSTEM_TYPES: &str = "wasi:filesystem/types@0.2.12";
 
 /// Wraps the functions of `wasi:filesystem/types` that may wait for the disk and that no other
 /// wrapper ([`crate::quota`], [`crate::links`]) checks already (after WASI was added to
-/// `linker`): never inline `sync`, `sync-data`, `set-times`, `set-times-at`,
+/// `linker`): never inline `sync` (of a directory: shared with the other callers syncing it,
+/// [`crate::dir_sync`]), `sync-data`, `set-times`, `set-times-at`,
 /// `read-directory`; inline only over cached names `stat-at`, `readlink-at`,
 /// `metadata-hash-at`; `read` of a file only from the page cache ([`read_positional`]).
 pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
@@ -330,6 +331,13 @@ pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             Box::new(async move {
                 let host = cx.data_mut();
                 check(host, "sync")?;
+                // A directory's flush is shared with the other instances syncing it now.
+                #[cfg(target_os = "linux")]
+                if let Ok(Descriptor::Dir(dir)) = host.table.get(&fd) {
+                    let dir = Arc::clone(&dir.dir);
+                    let synced = crate::dir_sync::sync_shared(&dir);
+                    return crate::quota::answer(host, synced.map_err(FsError::from));
+                }
                 let result = HostDescriptor::sync(&mut host.filesystem(), fd).await;
                 crate::quota::answer(host, result)
             })

@@ -75,6 +75,8 @@ use wasmtime::component::Linker;
 mod cache;
 mod clock;
 mod contract;
+#[cfg(target_os = "linux")]
+mod dir_sync;
 mod inline;
 mod links;
 mod load;
