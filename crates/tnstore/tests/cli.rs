@@ -348,3 +348,62 @@ fn conditional_saves_versions_and_list_after_through_every_durable_store() {
         tnstore(cwd.path(), &["--store", selector, "delete", "v"], None);
     }
 }
+
+/// `tnstore save A B C`: every file is read and checked before anything is saved, so one bad
+/// file, or two holding the same id, saves none of them (exit 2, naming the file); otherwise
+/// each is saved and acknowledged by id.
+#[test]
+fn several_files_are_all_checked_first_then_all_saved() {
+    let cwd = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| fs::write(cwd.path().join(name), text).unwrap();
+    for k in 0..3 {
+        write(
+            &format!("t{k}.json"),
+            &format!(r#"{{"id":"many-{k}","status":{{"state":"working"}}}}"#),
+        );
+    }
+    write("bad.json", r#"{"status":{"state":"working"}}"#);
+    write(
+        "again.json",
+        r#"{"id":"many-1","status":{"state":"completed"}}"#,
+    );
+    for selector in ["file:./files", "wasm:builtin?dir=./component"] {
+        let save = |files: &[&str]| {
+            let mut args = vec!["--store", selector, "save"];
+            args.extend_from_slice(files);
+            tnstore(cwd.path(), &args, None)
+        };
+        for (files, culprit) in [
+            (&["t0.json", "bad.json", "t2.json"][..], "bad.json"),
+            (&["t0.json", "t1.json", "again.json"][..], "again.json"),
+        ] {
+            let refused = save(files);
+            assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+            assert!(stderr(&refused).contains(culprit), "{}", stderr(&refused));
+            let got = tnstore(cwd.path(), &["--store", selector, "get", "many-0"], None);
+            assert_eq!(
+                got.status.code(),
+                Some(1),
+                "{selector}: nothing is saved when one file is refused"
+            );
+        }
+        let many_with_a_condition = save(&["--if-absent", "t0.json", "t1.json"]);
+        assert_eq!(many_with_a_condition.status.code(), Some(2));
+        let saved = save(&["t0.json", "t1.json", "t2.json"]);
+        assert_eq!(saved.status.code(), Some(0), "{}", stderr(&saved));
+        for k in 0..3 {
+            assert!(
+                stderr(&saved).contains(&format!(r#"saved "many-{k}""#)),
+                "{}",
+                stderr(&saved)
+            );
+            let got = tnstore(
+                cwd.path(),
+                &["--store", selector, "get", &format!("many-{k}")],
+                None,
+            );
+            assert_eq!(got.status.code(), Some(0), "{}", stderr(&got));
+            assert!(stdout(&got).contains("working"), "{}", stdout(&got));
+        }
+    }
+}
