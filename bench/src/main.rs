@@ -57,9 +57,25 @@ struct Args {
     /// count: for comparing two builds on them without the other rows' disk traffic before.
     #[arg(long)]
     concurrent_only: bool,
-    /// Instances of each component store (calls it runs at once; the store's default is 8).
-    #[arg(long, default_value_t = 8)]
-    instances: usize,
+    /// Instances of each component store (calls it runs at once); the store's default
+    /// (`toolnexus::wasm::DEFAULT_MAX_INSTANCES`, within its memory budget) unless given.
+    #[arg(long)]
+    instances: Option<usize>,
+}
+
+/// The file-store component over `dir`, with `instances` if given (else the store's default).
+fn component(
+    dir: PathBuf,
+    durability: Durability,
+    instances: Option<usize>,
+) -> Result<WasmTaskStore> {
+    let mut builder = WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
+        .dir(dir)
+        .durability(durability);
+    if let Some(n) = instances {
+        builder = builder.max_instances(n);
+    }
+    Ok(builder.build()?)
 }
 
 /// A store's name and durability, as shown in the table.
@@ -536,22 +552,19 @@ async fn main() -> Result<()> {
         ),
         (
             ("wasm", "full"),
-            Arc::new(
-                WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
-                    .dir(dir.join("wasm-full"))
-                    .max_instances(args.instances)
-                    .build()?,
-            ),
+            Arc::new(component(
+                dir.join("wasm-full"),
+                Durability::Full,
+                args.instances,
+            )?),
         ),
         (
             ("wasm", "relaxed"),
-            Arc::new(
-                WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
-                    .dir(dir.join("wasm-relaxed"))
-                    .durability(Durability::Relaxed)
-                    .max_instances(args.instances)
-                    .build()?,
-            ),
+            Arc::new(component(
+                dir.join("wasm-relaxed"),
+                Durability::Relaxed,
+                args.instances,
+            )?),
         ),
     ];
     match &args.postgres {

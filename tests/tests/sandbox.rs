@@ -190,6 +190,96 @@ async fn unbounded_memory_growth_hits_the_memory_limit() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn growth_past_the_memory_budget_of_all_instances_hits_that_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = hostile()
+        .dir(tmp.path())
+        .memory_limit(64 << 20)
+        .memory_total_limit(24 << 20)
+        .build()
+        .unwrap();
+    let err = store.get("grow").await.unwrap_err();
+    assert!(
+        matches!(err, StoreError::LimitExceeded { limit: Limit::MemoryTotal(m), .. } if m == 24 << 20),
+        "{err}"
+    );
+    assert!(err.to_string().contains("all instances together"), "{err}");
+    still_serves(&store).await;
+}
+
+/// Concurrent `gather:<calls>:<ms>:<MiB>` calls, each answering the most calls it saw running
+/// at once.
+async fn most_at_once(
+    store: &Arc<WasmTaskStore>,
+    calls: usize,
+    wait_ms: u64,
+    mib: u64,
+) -> Vec<u64> {
+    let id = format!("gather:{calls}:{wait_ms}:{mib}");
+    let running: Vec<_> = (0..calls)
+        .map(|_| {
+            let store = Arc::clone(store);
+            let id = id.clone();
+            tokio::spawn(async move { store.get(&id).await })
+        })
+        .collect();
+    let mut most = Vec::new();
+    for call in running {
+        let task = call
+            .await
+            .unwrap()
+            .expect("no call fails")
+            .expect("an answer");
+        most.push(task.get("most").unwrap().as_str().unwrap().parse().unwrap());
+    }
+    most
+}
+
+/// Instances that hold much memory run fewer calls at once, within the budget of all instances
+/// together, and the others wait for an instance instead of failing.
+#[tokio::test(flavor = "multi_thread")]
+async fn large_instances_run_fewer_calls_at_once_within_the_memory_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        hostile()
+            .dir(tmp.path())
+            .timeout(Duration::from_secs(10))
+            .max_instances(16)
+            .memory_limit(32 << 20)
+            .memory_total_limit(100 << 20)
+            .build()
+            .unwrap(),
+    );
+    // One call to learn what a call's instance holds: 20 MiB and the component's own.
+    store.get("gather:2:0:20").await.unwrap();
+    let most = most_at_once(&store, 16, 300, 20).await;
+    // 100 MiB holds four instances of 21–25 MiB, never five.
+    assert!(most.iter().all(|n| *n <= 4), "{most:?}");
+    assert!(
+        most.iter().any(|n| *n >= 2),
+        "calls still run side by side: {most:?}"
+    );
+    still_serves(&store).await;
+}
+
+/// Small instances run more calls at once than fit at the per-instance cap: by default, 32
+/// calls of the hostile component (a few MiB each) all run together, where 8 did before.
+#[tokio::test(flavor = "multi_thread")]
+async fn small_instances_run_many_calls_at_once_by_default() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Arc::new(
+        hostile()
+            .dir(tmp.path())
+            .timeout(Duration::from_secs(20))
+            .build()
+            .unwrap(),
+    );
+    store.get("gather:2:0:0").await.unwrap();
+    let most = most_at_once(&store, 32, 15_000, 0).await;
+    assert!(most.iter().all(|n| *n == 32), "{most:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn a_huge_answer_is_refused() {
     let tmp = tempfile::tempdir().unwrap();
     let store = hostile()
@@ -320,7 +410,7 @@ async fn selector_options_set_the_limits() {
     let component = tmp.path().join("hostile.wasm");
     fs::write(&component, HOSTILE_COMPONENT).unwrap();
     let selector = format!(
-        "wasm:{}?dir={}&memory=48MiB&timeout=250ms&max-task=2MiB&quota=3MiB&cache=off",
+        "wasm:{}?dir={}&memory=48MiB&memory-total=100MiB&timeout=250ms&max-task=2MiB&quota=3MiB&cache=off",
         component.display(),
         tmp.path().join("d").display()
     );
@@ -332,6 +422,7 @@ async fn selector_options_set_the_limits() {
         wasm.limits(),
         toolnexus::wasm::Limits {
             memory_bytes: 48 << 20,
+            memory_total_bytes: 100 << 20,
             timeout: Duration::from_millis(250),
             max_task_bytes: 2 << 20,
             disk_quota_bytes: 3 << 20,

@@ -162,6 +162,7 @@ fn malformed_known_selectors_say_what_is_wrong() {
         ("wasm:builtin?durability=fast", "full or relaxed"),
         ("wasm:builtin?dir", "no \"=value\""),
         ("wasm:builtin?instances=0", "positive integer"),
+        ("wasm:builtin?memory-total=lots", "a size like 512MiB"),
         ("wasm:builtin?dir=a&dir=b", "twice"),
     ];
     for (selector, want) in cases {

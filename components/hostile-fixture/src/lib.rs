@@ -387,6 +387,54 @@ fn ambient(id: &str) -> String {
     report(id, &entries)
 }
 
+/// Holds `mib` MiB of memory, marks itself as running (a file `inside-<n>`), and waits until
+/// `want` calls are inside at once or `ms` have passed; answers the most calls that were
+/// inside at once while it was. The first call to see `want` inside leaves a file `gathered`
+/// before it goes, so the others, still inside then, know without seeing it themselves.
+fn gather(want: u64, ms: u64, mib: u64) -> Result<u64, StoreError> {
+    let io = |e: std::io::Error| StoreError::Io(e.to_string());
+    let held = black_box(vec![1u8; usize::try_from(mib << 20).unwrap_or(usize::MAX)]);
+    let mark = (0u32..)
+        .map(|n| format!("/inside-{n}"))
+        .find(|name| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(name)
+                .is_ok()
+        })
+        .expect("some name is free");
+    let inside = || -> Result<u64, StoreError> {
+        // An entry that fails to read is one a call just removed: not inside any more.
+        let n = std::fs::read_dir("/")
+            .map_err(io)?
+            .flatten()
+            .filter(|entry| entry.file_name().to_string_lossy().starts_with("inside-"))
+            .count();
+        Ok(n as u64)
+    };
+    let until = std::time::Instant::now() + std::time::Duration::from_millis(ms);
+    let mut most = 0;
+    loop {
+        most = most.max(inside()?);
+        if most >= want {
+            std::fs::write("/gathered", "").map_err(io)?;
+            break;
+        }
+        if std::fs::metadata("/gathered").is_ok() {
+            most = want;
+            break;
+        }
+        if std::time::Instant::now() >= until {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    std::fs::remove_file(&mark).map_err(io)?;
+    drop(black_box(held));
+    Ok(most)
+}
+
 impl Guest for Hostile {
     fn get(id: String) -> Result<Option<String>, StoreError> {
         if let Some(host_dir) = id.strip_prefix("escape:") {
@@ -446,6 +494,14 @@ impl Guest for Hostile {
                     ("end".into(), end.to_string()),
                 ],
             )));
+        }
+        if let Some(args) = id.strip_prefix("gather:") {
+            let parsed: Option<Vec<u64>> = args.split(':').map(|n| n.parse().ok()).collect();
+            let Some(&[want, ms, mib]) = parsed.as_deref() else {
+                return Err(StoreError::InvalidInput("gather:<calls>:<ms>:<MiB>".into()));
+            };
+            let most = gather(want, ms, mib)?;
+            return Ok(Some(report(&id, &[("most".into(), most.to_string())])));
         }
         if let Some(ms) = id.strip_prefix("sleep:") {
             let ms: u64 = ms

@@ -103,8 +103,10 @@ pub enum StoreError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Limit {
-    /// The cap on a linear memory, in bytes.
+    /// The cap on all linear memories of one instance together, in bytes.
     Memory(usize),
+    /// The cap on the linear memories of all of a store's instances together, in bytes.
+    MemoryTotal(usize),
     /// The deadline for one call.
     Timeout(std::time::Duration),
     /// The largest Task accepted from the component, and the size of what it returned.
@@ -119,6 +121,12 @@ impl std::fmt::Display for Limit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Limit::Memory(bytes) => write!(f, "memory limit of {bytes} bytes"),
+            Limit::MemoryTotal(bytes) => {
+                write!(
+                    f,
+                    "memory limit of {bytes} bytes for all instances together"
+                )
+            }
             Limit::Timeout(d) => write!(f, "deadline of {d:?} per call"),
             Limit::Handles(max) => {
                 write!(f, "limit of {max} open host resources (files, streams)")

@@ -61,7 +61,7 @@ impl From<Arc<dyn TaskStore>> for StoreSelector {
 /// `postgres://` in [`crate::postgres::builder_from_selector`]; `memory` and `file:` are core's.
 ///
 /// `wasm:` options after `?` ([`crate::wasm::WASM_OPTIONS`]): `dir=<dir>`, `readonly=true`, `memory=64MiB`,
-/// `timeout=5s`, `max-task=16MiB`, `instances=8`, `durability=full|relaxed`, `lease-ms=4000`,
+/// `memory-total=512MiB`, `timeout=5s`, `max-task=16MiB`, `instances=64`, `durability=full|relaxed`, `lease-ms=4000`,
 /// `stderr=log`, `cache=<dir>|off`, `quota=1GiB`, `max-component=32MiB`; see `docs/security.md`.
 ///
 /// A `wasm:` component is loaded, compiled and checked here, so a missing or wrong component

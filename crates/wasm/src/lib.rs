@@ -42,7 +42,10 @@
 //! - no network: TCP, UDP and name lookup are all denied;
 //! - bounded resources: a cap on all linear memories of an instance together, a deadline per
 //!   call that holds in wall-clock time (epoch interruption, and clock waits cut at it), at most
-//!   1,024 host resources (open files, streams) per instance, a disk quota on a read-write
+//!   1,024 host resources (open files, streams) per instance (8,192 shared out when there are
+//!   more than 8 instances, at least 128 each), 512 MiB of memory for all instances together
+//!   (a call starts only with room for its instance to grow as large as the largest), a disk
+//!   quota on a read-write
 //!   directory, and a maximum Task size in both directions ([`Limits`]);
 //! - files it creates are 0600, and the directory, when the host creates it, 0700.
 //!
@@ -50,7 +53,8 @@
 //! something that is not the Task asked for gets a typed error for that call
 //! ([`StoreError::LimitExceeded`], [`StoreError::Component`]); the instance is discarded, never
 //! reused; the store keeps serving with fresh instances. Calls run on one of at most
-//! `max_instances` pooled instances, on Tokio's blocking pool, except a `get` (on Linux), which
+//! `max_instances` pooled instances (64 by default, within the memory budget), on Tokio's
+//! blocking pool, except a `get` (on Linux), which
 //! runs on the caller's async worker as long as it only computes (yielding every epoch tick) or
 //! reads what the kernel has cached, and is moved to the pool before anything that would wait:
 //! guest code never holds a worker, and a worker never waits on its file I/O (`inline.rs`).
@@ -180,15 +184,30 @@ impl std::fmt::Display for ContractVersion {
 /// `docs/security.md`).
 pub const DEFAULT_MAX_COMPONENT_BYTES: u64 = 32 << 20;
 
+/// The default budget for the linear memories of all of a store's instances together
+/// ([`Limits::memory_total_bytes`]): 512 MiB.
+pub const DEFAULT_MEMORY_TOTAL: usize = 512 << 20;
+
+/// The default for [`WasmTaskStoreBuilder::max_instances`]: calls a store runs at once.
+pub const DEFAULT_MAX_INSTANCES: usize = 64;
+
 /// How often the epoch advances; per-call deadlines are rounded up to this.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// Resource limits for a store component. Each applies per call (time) or per instance (memory).
+/// Resource limits for a store component. Each applies per call (time), per instance (memory)
+/// or to the store's instances together (the memory budget).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// The most all linear memories of an instance may hold together, in bytes. Default
     /// 64 MiB.
     pub memory_bytes: usize,
+    /// The most the linear memories of all the store's instances may hold together, in bytes.
+    /// Default [`DEFAULT_MEMORY_TOTAL`] (512 MiB: 8 instances at the default per-instance
+    /// cap). A fresh instance is made only while this has room for one as large as the
+    /// largest so far, so small instances run many calls at once and large ones fewer, the
+    /// others waiting for an instance; a growth that does not fit fails the call like one
+    /// past `memory_bytes` ([`Limit::MemoryTotal`]).
+    pub memory_total_bytes: usize,
     /// How long one call may run before it is interrupted. Default 5 s. A call held past it
     /// in a system call (a hung disk), where interruption cannot reach, is answered as timed
     /// out at twice this and a second.
@@ -205,6 +224,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             memory_bytes: 64 << 20,
+            memory_total_bytes: DEFAULT_MEMORY_TOTAL,
             timeout: Duration::from_secs(5),
             max_task_bytes: 16 << 20,
             disk_quota_bytes: DEFAULT_DISK_QUOTA,
@@ -294,7 +314,10 @@ impl WasmTaskStoreBuilder {
     }
 
     /// At most this many instances exist at once, and so at most this many calls run in
-    /// parallel; more callers wait their turn. Default: 8. Values below 1 count as 1.
+    /// parallel; more callers wait their turn. Default: [`DEFAULT_MAX_INSTANCES`] (64), within
+    /// the memory budget ([`Limits::memory_total_bytes`]), which admits fewer when instances
+    /// are large. Values below 1 count as 1. The host resources an instance may hold are
+    /// 8,192 shared out among them: 1,024 each up to 8 instances, 128 each from 64 on.
     pub fn max_instances(mut self, n: usize) -> Self {
         self.max_instances = n.max(1);
         self
@@ -309,6 +332,13 @@ impl WasmTaskStoreBuilder {
     /// The cap on all linear memories of an instance together, in bytes.
     pub fn memory_limit(mut self, bytes: usize) -> Self {
         self.limits.memory_bytes = bytes;
+        self
+    }
+
+    /// The cap on the linear memories of all instances together, in bytes
+    /// ([`Limits::memory_total_bytes`]).
+    pub fn memory_total_limit(mut self, bytes: usize) -> Self {
+        self.limits.memory_total_bytes = bytes;
         self
     }
 
@@ -478,6 +508,11 @@ impl WasmTaskStoreBuilder {
             idle: Mutex::new(Vec::new()),
             permits: Arc::new(Semaphore::new(self.max_instances)),
             max_idle: self.max_instances,
+            budget: Arc::new(pool::MemoryBudget::new(
+                self.limits.memory_total_bytes,
+                self.limits.memory_bytes,
+            )),
+            max_handles: pool::handles_per_instance(self.max_instances),
             // Inline calls need `RESOLVE_CACHED` and `RWF_NOWAIT` to never wait.
             inline_gets: AtomicBool::new(cfg!(target_os = "linux")),
             inline_stops: AtomicU32::new(0),
@@ -488,7 +523,11 @@ impl WasmTaskStoreBuilder {
         let started = std::time::Instant::now();
         let first = std::thread::scope(|scope| {
             scope
-                .spawn(|| wasmtime_wasi::runtime::in_tokio(inner.instantiate()))
+                .spawn(|| {
+                    wasmtime_wasi::runtime::in_tokio(
+                        inner.instantiate(pool::Share::none(&inner.budget)),
+                    )
+                })
                 .join()
         })
         .map_err(|_| load_err("instantiating it panicked the host thread".into()))?
@@ -532,7 +571,7 @@ impl WasmTaskStore {
             dir: None,
             read_only: false,
             forward_stderr: false,
-            max_instances: 8,
+            max_instances: DEFAULT_MAX_INSTANCES,
             limits: Limits::default(),
             cache: CacheDir::Default,
             memoize: true,
@@ -665,13 +704,16 @@ impl WasmTaskStore {
                 }
             }
         }
+        // An idle instance, or room in the memory budget for a fresh one; else wait here, on
+        // the caller's task, for one to come back.
+        let slot = self.inner.instance_or_share().await;
         let inner = Arc::clone(&self.inner);
         let work = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             wasmtime_wasi::runtime::in_tokio(async {
-                let instance = match inner.take_idle() {
-                    Some(instance) => instance,
-                    None => inner.instantiate().await?,
+                let instance = match slot {
+                    Ok(instance) => instance,
+                    Err(share) => inner.instantiate(share).await?,
                 };
                 let at = deadline.unwrap_or_else(|| Instant::now() + inner.limits.timeout);
                 attempt(&inner, instance, &op, at, false)
@@ -1058,5 +1100,28 @@ impl TaskStore for WasmTaskStore {
 
     fn describe(&self) -> String {
         format!("wasm:{}?dir={}", self.inner.name, self.inner.dir.display())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The default instance count is only worth having if the file store's instances fit the
+    /// default budget that many times over: else its calls would run fewer at once.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn the_file_stores_instances_fit_the_default_budget_at_the_default_count() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = WasmTaskStore::file_store(tmp.path()).unwrap();
+        let task = Task::from_json(r#"{"id":"t-1","status":{"state":"submitted"}}"#).unwrap();
+        store.save(&task).await.unwrap();
+        assert!(store.get("t-1").await.unwrap().is_some());
+        let largest = store.inner.budget.largest();
+        assert!(largest > 0, "a call came back and was measured");
+        eprintln!("file-store instance after a save and a get: {largest} bytes");
+        assert!(
+            largest * DEFAULT_MAX_INSTANCES <= DEFAULT_MEMORY_TOTAL,
+            "{largest} bytes per instance"
+        );
     }
 }

@@ -20,6 +20,7 @@ pub const WASM_OPTIONS: &[&str] = &[
     "dir",
     "readonly",
     "memory",
+    "memory-total",
     "timeout",
     "max-task",
     "instances",
@@ -33,8 +34,8 @@ pub const WASM_OPTIONS: &[&str] = &[
 
 /// The builder a `wasm:` selector describes, not yet built (nothing is read or compiled here):
 /// `wasm:<path>` or `wasm:builtin`, then options ([`WASM_OPTIONS`]): `dir=<dir>`,
-/// `readonly=true`, `memory=64MiB`, `timeout=5s`, `max-task=16MiB`, `instances=8`,
-/// `durability=full|relaxed`, `lease-ms=10000` (the component's lock lease in whole
+/// `readonly=true`, `memory=64MiB`, `memory-total=512MiB`, `timeout=5s`, `max-task=16MiB`,
+/// `instances=64`, `durability=full|relaxed`, `lease-ms=10000` (the component's lock lease in whole
 /// milliseconds, 10 to 3,600,000; [`WasmTaskStoreBuilder::lock_lease`]; not passed unless
 /// given), `stderr=log|off`, `cache=<dir>|off`, `quota=1GiB`, `max-component=32MiB`. Option
 /// values are percent-decoded. Anything else is a [`StoreError::InvalidSelector`] naming what is wrong.
@@ -73,6 +74,8 @@ pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, Sto
             "memory" => {
                 builder.memory_limit(parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))?)
             }
+            "memory-total" => builder
+                .memory_total_limit(parse_size(&value).ok_or_else(|| bad("a size like 512MiB"))?),
             "max-task" => {
                 builder.max_task_size(parse_size(&value).ok_or_else(|| bad("a size like 16MiB"))?)
             }
