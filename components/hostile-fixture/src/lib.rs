@@ -394,16 +394,19 @@ fn ambient(id: &str) -> String {
 fn gather(want: u64, ms: u64, mib: u64) -> Result<u64, StoreError> {
     let io = |e: std::io::Error| StoreError::Io(e.to_string());
     let held = black_box(vec![1u8; usize::try_from(mib << 20).unwrap_or(usize::MAX)]);
-    let mark = (0u32..)
-        .map(|n| format!("/inside-{n}"))
-        .find(|name| {
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(name)
-                .is_ok()
-        })
-        .expect("some name is free");
+    let mut mark = String::new();
+    for n in 0u32.. {
+        mark = format!("/inside-{n}");
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&mark)
+        {
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io(e)),
+        }
+    }
     let inside = || -> Result<u64, StoreError> {
         // An entry that fails to read is one a call just removed: not inside any more.
         let n = std::fs::read_dir("/")

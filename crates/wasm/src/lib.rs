@@ -203,7 +203,7 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// The most the linear memories of all the store's instances may hold together, in bytes.
     /// Default [`DEFAULT_MEMORY_TOTAL`] (512 MiB: 8 instances at the default per-instance
-    /// cap). A fresh instance is made only while this has room for one as large as the
+    /// cap). A call starts only while this has room for its instance to grow as large as the
     /// largest so far, so small instances run many calls at once and large ones fewer, the
     /// others waiting for an instance; a growth that does not fit fails the call like one
     /// past `memory_bytes` ([`Limit::MemoryTotal`]).

@@ -2,8 +2,8 @@
 //! own WASI context and limits), arms its deadline, and gives it back afterwards, unless it
 //! trapped or hit a limit, in which case it is dropped and never reused. At most
 //! `max_instances` exist at once (the semaphore in [`Inner`]), and together their linear
-//! memories hold at most the store's memory budget ([`MemoryBudget`]): a fresh instance is made
-//! only while the budget has room for one as large as the largest seen, and otherwise a call
+//! memories hold at most the store's memory budget ([`MemoryBudget`]): a call starts only while
+//! the budget has room for its instance to grow as large as the largest seen, and otherwise
 //! waits for an instance to come back.
 
 use crate::clock::{CallDeadline, GuestClock};
@@ -153,19 +153,9 @@ pub(crate) struct MemoryLimiter {
     /// What this instance holds of the store's budget: at least `total`, and during a call
     /// enough to grow to what the largest call needed ([`MemoryBudget::reserve`]); given back
     /// when the instance is dropped.
-    pub(crate) charged: usize,
-    /// Whether a call runs on the instance (and counts in [`MemoryBudget`]'s `running`).
-    running: bool,
-    pub(crate) budget: Arc<MemoryBudget>,
+    pub(crate) share: Share,
     /// The limit a refused growth hit in the current call.
     pub(crate) hit: Option<Limit>,
-}
-
-impl Drop for MemoryLimiter {
-    fn drop(&mut self) {
-        self.budget.end_call(self.running);
-        self.budget.give_back(self.charged);
-    }
 }
 
 /// The store's budget for the linear memories of all its instances together
@@ -286,10 +276,11 @@ impl MemoryLimiter {
     /// Starts a call on this (idle) instance: room for it to grow, if the budget has it
     /// ([`MemoryBudget::reserve`]).
     fn start_call(&mut self) -> bool {
-        match self.budget.reserve(self.charged) {
+        let share = &mut self.share;
+        match share.budget.reserve(share.bytes) {
             Some(more) => {
-                self.charged += more;
-                self.running = true;
+                share.bytes += more;
+                share.running = true;
                 true
             }
             None => false,
@@ -299,21 +290,22 @@ impl MemoryLimiter {
     /// The call came back: what the instance holds is what calls need, and the room reserved
     /// beyond it goes back to the budget. Whether no instance held as much before.
     fn end_call(&mut self) -> bool {
-        let budget = Arc::clone(&self.budget);
+        let share = &mut self.share;
+        let budget = &share.budget;
         let larger = budget.largest.fetch_max(self.total, Ordering::AcqRel) < self.total;
-        if self.running {
+        if share.running {
             budget.measured.store(true, Ordering::Release);
         }
-        budget.end_call(std::mem::take(&mut self.running));
-        let spare = self.charged.saturating_sub(self.total);
-        self.charged -= spare;
+        budget.end_call(std::mem::take(&mut share.running));
+        let spare = share.bytes.saturating_sub(self.total);
+        share.bytes -= spare;
         budget.give_back(spare);
         larger
     }
 }
 
-/// Part of the memory budget taken for an instance about to be made; given back if it is not
-/// made ([`Inner::instantiate`] moves it into the instance's [`MemoryLimiter`]).
+/// Part of the memory budget, held by an instance's [`MemoryLimiter`] (or by a call about to
+/// make one, [`MemoryBudget::admit`]); given back when dropped.
 pub(crate) struct Share {
     budget: Arc<MemoryBudget>,
     bytes: usize,
@@ -331,13 +323,11 @@ impl Share {
         }
     }
 
-    fn into_limiter(mut self, memory_bytes: usize) -> MemoryLimiter {
+    fn into_limiter(self, memory_bytes: usize) -> MemoryLimiter {
         MemoryLimiter {
             memory_bytes,
             total: 0,
-            charged: std::mem::take(&mut self.bytes),
-            running: std::mem::take(&mut self.running),
-            budget: Arc::clone(&self.budget),
+            share: self,
             hit: None,
         }
     }
@@ -394,12 +384,13 @@ impl ResourceLimiter for MemoryLimiter {
             self.hit = Some(Limit::Memory(self.memory_bytes));
             return Ok(false);
         }
-        if total > self.charged {
-            if !self.budget.take(total - self.charged) {
-                self.hit = Some(Limit::MemoryTotal(self.budget.limit));
+        let share = &mut self.share;
+        if total > share.bytes {
+            if !share.budget.take(total - share.bytes) {
+                self.hit = Some(Limit::MemoryTotal(share.budget.limit));
                 return Ok(false);
             }
-            self.charged = total;
+            share.bytes = total;
         }
         self.total = total;
         Ok(true)
@@ -701,7 +692,7 @@ mod tests {
         let budget = Arc::new(MemoryBudget::new(40 * MIB, 64 * MIB));
         let mut a = instance(budget.admit().unwrap(), 10 * MIB);
         assert_eq!(
-            a.charged,
+            a.share.bytes,
             40 * MIB,
             "alone, a call may grow to the whole budget"
         );
@@ -709,7 +700,7 @@ mod tests {
         let mut b = instance(budget.admit().unwrap(), 10 * MIB);
         assert!(!b.memory_growing(10 * MIB, 31 * MIB, None).unwrap());
         assert_eq!(b.hit, Some(Limit::MemoryTotal(40 * MIB)));
-        assert_eq!((b.total, b.charged), (10 * MIB, 10 * MIB));
+        assert_eq!((b.total, b.share.bytes), (10 * MIB, 10 * MIB));
         assert_eq!(budget.used(), 20 * MIB);
         b.hit = None;
         assert!(!b.memory_growing(10 * MIB, 65 * MIB, None).unwrap());
