@@ -17,6 +17,10 @@
 //! first wait), not by the runtime of the call: a `get` runs on its caller's runtime, whose
 //! timers its embedder may not have enabled, and Tokio panics at a timer there. A guest's
 //! sleep would then have panicked its caller's task.
+//!
+//! The caller of a call handed to a blocking thread gives up at a backstop ([`backstop`]),
+//! which the epoch thread fires at its ticks: every such call arms one, and a timer of its own
+//! would wake another thread twice per call.
 
 use crate::pool::Host;
 use std::time::{Duration, Instant};
@@ -85,13 +89,56 @@ impl Pollable for Sleep {
     }
 }
 
-/// Waits `duration` on the host's timer thread ([`timers`]), from any runtime; for ever if
-/// that thread could not be started.
-pub(crate) async fn host_sleep(duration: Duration) {
-    match Timer::start(tokio::time::Instant::now() + duration) {
-        Some(mut timer) => timer.done().await,
-        None => std::future::pending().await,
+/// Callers waiting for an answer from a blocking thread, each with the instant it gives up
+/// ([`backstop`]); checked at every epoch tick by the epoch thread ([`fire_backstops`]).
+static BACKSTOPS: std::sync::Mutex<Vec<(Instant, tokio::sync::oneshot::Sender<()>)>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Ready once `duration` has passed (rounded up to the next epoch tick), from any runtime.
+///
+/// Timed by the epoch thread, which ticks anyway, not by a timer of its own: a call on the
+/// blocking pool arms one of these every time, and a timer on [`timers`] costs a wake of that
+/// thread to arm it and another to disarm it (measured: about 90 µs of CPU time per call on
+/// 2 cores, a third of a relaxed save's; `docs/benchmarks.md`). Arming here is a push under a
+/// lock; disarming is dropping the future, which the next tick sweeps out.
+pub(crate) async fn backstop(duration: Duration) {
+    let (fire, fired) = tokio::sync::oneshot::channel();
+    let at = Instant::now().checked_add(duration);
+    match at {
+        Some(at) => BACKSTOPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((at, fire)),
+        // Too far to represent: never.
+        None => drop(fire),
     }
+    if at.is_none() || fired.await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// Wakes the [`backstop`]s due by now and forgets those no one waits for any more. Run by the
+/// epoch thread at every tick.
+pub(crate) fn fire_backstops() {
+    let due = {
+        let mut waiting = BACKSTOPS.lock().unwrap_or_else(|e| e.into_inner());
+        take_due(&mut waiting, Instant::now())
+    };
+    for fire in due {
+        // A caller that stopped waiting meanwhile is simply not told.
+        let _ = fire.send(());
+    }
+}
+
+/// Takes out of `waiting` the backstops due by `now` and those whose caller stopped waiting.
+fn take_due(
+    waiting: &mut Vec<(Instant, tokio::sync::oneshot::Sender<()>)>,
+    now: Instant,
+) -> Vec<tokio::sync::oneshot::Sender<()>> {
+    waiting
+        .extract_if(.., |(at, fire)| *at <= now || fire.is_closed())
+        .map(|(_, fire)| fire)
+        .collect()
 }
 
 /// A wait on the host's timer thread, given up when dropped.
@@ -181,4 +228,47 @@ fn sleep_until(
         timer: None,
     })?;
     subscribe(&mut host.table, sleep)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_and_abandoned_backstops_are_taken_out_and_the_rest_stay() {
+        let now = Instant::now();
+        let (due, mut due_rx) = tokio::sync::oneshot::channel();
+        let (later, mut later_rx) = tokio::sync::oneshot::channel();
+        let (abandoned, abandoned_rx) = tokio::sync::oneshot::channel::<()>();
+        drop(abandoned_rx);
+        let mut waiting = vec![
+            (now, due),
+            (now + Duration::from_secs(60), later),
+            (now + Duration::from_secs(60), abandoned),
+        ];
+        let taken = take_due(&mut waiting, now);
+        assert_eq!(taken.len(), 2);
+        assert_eq!(waiting.len(), 1, "the one not yet due stays");
+        for fire in taken {
+            let _ = fire.send(());
+        }
+        assert_eq!(due_rx.try_recv(), Ok(()));
+        assert!(later_rx.try_recv().is_err(), "not fired early");
+        assert!(take_due(&mut waiting, now + Duration::from_secs(61)).len() == 1);
+        assert!(waiting.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_backstop_is_ready_once_its_time_has_passed() {
+        // The epoch thread, which fires backstops, comes with the engine.
+        crate::load::engine().expect("an engine");
+        let started = Instant::now();
+        tokio::time::timeout(Duration::from_secs(30), backstop(Duration::from_millis(30)))
+            .await
+            .expect("fired by the epoch thread");
+        assert!(
+            started.elapsed() >= Duration::from_millis(30),
+            "not before its time"
+        );
+    }
 }

@@ -25,9 +25,9 @@
 //! [`NeedsBlocking`], drops the instance, and runs the call again on the blocking pool under
 //! the same deadline and the same permit. Nothing was changed by the first attempt (it only
 //! read), so the second is the call. A store whose `get`s asked three times
-//! ([`crate::pool::MAX_INLINE_STOPS`]) for something never done inline (they write, or the
-//! kernel lacks `RESOLVE_CACHED`) has all its later `get`s run on the blocking pool directly;
-//! meeting an uncached file does not count.
+//! ([`crate::pool::MAX_INLINE_STOPS`]) for something never done inline (they write, the
+//! kernel lacks `RESOLVE_CACHED`, or the file system `RWF_NOWAIT`, as tmpfs does) has all its
+//! later `get`s run on the blocking pool directly; meeting an uncached file does not count.
 
 use crate::pool::Host;
 use bytes::{Bytes, BytesMut};
@@ -429,9 +429,7 @@ pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
                     let file = Arc::clone(&file.file);
                     return match read_positional(&file, len, offset, host.inline.get()) {
                         Ok(read) => Ok((Ok(read),)),
-                        Err(NotRead::WouldWait) => {
-                            Err(stop("a read of a file not in the page cache", false))
-                        }
+                        Err(NotRead::WouldWait { unsupported }) => Err(read_stop(unsupported)),
                         Err(NotRead::Failed(e)) => {
                             crate::quota::answer(host, Err(FsError::from(e)))
                         }
@@ -490,8 +488,11 @@ const MAX_READ: usize = 1 << 20;
 /// Why a positional read has no answer.
 #[derive(Debug)]
 enum NotRead {
-    /// Inline, the bytes are not all in the page cache: the call is stopped.
-    WouldWait,
+    /// Inline, the bytes are not all in the page cache (or the file system cannot tell,
+    /// `unsupported`): the call is stopped.
+    WouldWait {
+        unsupported: bool,
+    },
     Failed(std::io::Error),
 }
 
@@ -525,7 +526,8 @@ fn read_positional(
             Read::Bytes(n) => got += n,
             Read::Failed(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Read::Failed(e) => return Err(NotRead::Failed(e)),
-            Read::WouldWait => return Err(NotRead::WouldWait),
+            Read::WouldWait => return Err(NotRead::WouldWait { unsupported: false }),
+            Read::Unsupported => return Err(NotRead::WouldWait { unsupported: true }),
         }
     }
     buf.truncate(got);
@@ -553,7 +555,26 @@ pub(crate) struct InlineReads {
 enum Read {
     Bytes(usize),
     WouldWait,
+    /// The file system cannot read without waiting (no `RWF_NOWAIT`: tmpfs, some network
+    /// and FUSE file systems): every read inline would stop, so this counts toward running the
+    /// store's `get`s on the blocking pool for good.
+    Unsupported,
     Failed(std::io::Error),
+}
+
+/// Why a read inline stops its call, and whether that counts toward running the store's `get`s
+/// on the blocking pool for good ([`crate::pool::MAX_INLINE_STOPS`]): a page not in the cache
+/// says nothing of the next read; a file system without `RWF_NOWAIT` says the same of every
+/// read, and each stop costs the instance (a fresh one is made for the blocking attempt).
+fn read_stop(unsupported: bool) -> wasmtime::Error {
+    if unsupported {
+        stop(
+            "a read where the file system cannot read without waiting (no RWF_NOWAIT)",
+            true,
+        )
+    } else {
+        stop("a read of a file not in the page cache", false)
+    }
 }
 
 impl InlineReads {
@@ -574,12 +595,8 @@ impl InlineReads {
             match read {
                 Read::Bytes(n) => break n,
                 Read::Failed(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Read::WouldWait => {
-                    return Err(StreamError::Trap(stop(
-                        "a read of a file not in the page cache",
-                        false,
-                    )));
-                }
+                Read::WouldWait => return Err(StreamError::Trap(read_stop(false))),
+                Read::Unsupported => return Err(StreamError::Trap(read_stop(true))),
                 Read::Failed(e) => {
                     self.closed = true;
                     return Err(StreamError::LastOperationFailed(e.into()));
@@ -622,7 +639,7 @@ fn read_nowait(file: &std::fs::File, buf: &mut [u8], position: u64) -> Read {
         Ok(n) => Read::Bytes(n),
         Err(Errno::AGAIN) => Read::WouldWait,
         // A file system without RWF_NOWAIT: a blocking thread reads it.
-        Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => Read::WouldWait,
+        Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => Read::Unsupported,
         Err(e) => Read::Failed(e.into()),
     }
 }

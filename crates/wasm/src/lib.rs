@@ -727,7 +727,7 @@ impl WasmTaskStore {
             joined = work => {
                 joined.map_err(|e| self.inner.component_error(format!("call aborted: {e}")))?
             }
-            () = clock::host_sleep(wait) => {
+            () = clock::backstop(wait) => {
                 tracing::warn!(
                     component = %self.inner.name,
                     "no answer {wait:?} after a call with a deadline of {timeout:?} was handed \
@@ -1122,6 +1122,43 @@ mod tests {
         assert!(
             largest * DEFAULT_MAX_INSTANCES <= DEFAULT_MEMORY_TOTAL,
             "{largest} bytes per instance"
+        );
+    }
+
+    /// On a file system that cannot read without waiting (tmpfs has no `RWF_NOWAIT`), every
+    /// `get` tried inline would stop and cost its instance; such stops count, so after a few
+    /// the store's `get`s run on the blocking pool directly, on instances kept between calls.
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread")]
+    async fn gets_where_reads_cannot_skip_waiting_go_to_the_blocking_pool_for_good() {
+        let Ok(tmp) = tempfile::tempdir_in("/dev/shm") else {
+            eprintln!("no /dev/shm here: nothing to check");
+            return;
+        };
+        let probe = tmp.path().join("probe");
+        std::fs::write(&probe, b"x").unwrap();
+        let file = std::fs::File::open(&probe).unwrap();
+        let mut buf = [0u8; 1];
+        let nowait = rustix::io::preadv2(
+            &file,
+            &mut [std::io::IoSliceMut::new(&mut buf)],
+            0,
+            rustix::io::ReadWriteFlags::NOWAIT,
+        );
+        if nowait.is_ok() {
+            eprintln!("/dev/shm reads without waiting here: nothing to check");
+            return;
+        }
+        let store = WasmTaskStore::file_store(tmp.path().join("tasks")).unwrap();
+        let task = Task::from_json(r#"{"id":"t-1","status":{"state":"working"}}"#).unwrap();
+        store.save(&task).await.unwrap();
+        for _ in 0..=pool::MAX_INLINE_STOPS {
+            assert_eq!(store.get("t-1").await.unwrap().unwrap().id(), "t-1");
+        }
+        assert!(
+            !store.inner.inline_gets.load(Ordering::Relaxed),
+            "gets still tried inline after {} stops",
+            pool::MAX_INLINE_STOPS + 1
         );
     }
 }

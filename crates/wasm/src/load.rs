@@ -30,6 +30,7 @@ pub(crate) fn engine() -> Result<&'static Engine, &'static String> {
                     while let Some(engine) = weak.upgrade() {
                         engine.increment_epoch();
                         drop(engine);
+                        crate::clock::fire_backstops();
                         std::thread::sleep(EPOCH_TICK);
                     }
                 })
