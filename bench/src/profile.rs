@@ -2,13 +2,27 @@
 //!
 //! `tn-profile file|wasm get|save LARGE_TASK.json N [full|relaxed]` (full durability unless
 //! told; relaxed leaves the disk's flushes out of a save, to see what the store itself costs).
+//! On a current-thread Tokio runtime; with `TN_PROFILE_WORKERS=N`, on a multi-thread one of N
+//! workers, as `tn-compare` and a server run.
 
 use std::sync::Arc;
 use toolnexus::wasm::{ComponentSource, WasmTaskStore};
 use toolnexus::{Durability, FileTaskStore, Task, TaskStore};
 
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    let runtime = match std::env::var("TN_PROFILE_WORKERS") {
+        Ok(n) => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(n.parse()?)
+            .enable_all()
+            .build()?,
+        Err(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+    };
+    runtime.block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (store, op, task, n, durability) = match args.as_slice() {
         [store, op, task, n] => (store, op, task, n, Durability::Full),
