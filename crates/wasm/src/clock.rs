@@ -98,8 +98,8 @@ static BACKSTOPS: std::sync::Mutex<Vec<(Instant, tokio::sync::oneshot::Sender<()
 ///
 /// Timed by the epoch thread, which ticks anyway, not by a timer of its own: a call on the
 /// blocking pool arms one of these every time, and a timer on [`timers`] costs a wake of that
-/// thread to arm it and another to disarm it (measured: about 90 µs of CPU time per call on
-/// 2 cores, a third of a relaxed save's; `docs/benchmarks.md`). Arming here is a push under a
+/// thread to arm it and another to disarm it (measured: 60–110 µs of CPU time per call on
+/// 2 cores, over a third of a relaxed save's; `docs/benchmarks.md`). Arming here is a push under a
 /// lock; disarming is dropping the future, which the next tick sweeps out.
 pub(crate) async fn backstop(duration: Duration) {
     let (fire, fired) = tokio::sync::oneshot::channel();
