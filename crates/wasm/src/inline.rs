@@ -429,7 +429,7 @@ pub(crate) fn guard_waits(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
                     let file = Arc::clone(&file.file);
                     return match read_positional(&file, len, offset, host.inline.get()) {
                         Ok(read) => Ok((Ok(read),)),
-                        Err(NotRead::WouldWait { unsupported }) => Err(read_stop(unsupported)),
+                        Err(NotRead::Wait(why)) => Err(read_stop(why)),
                         Err(NotRead::Failed(e)) => {
                             crate::quota::answer(host, Err(FsError::from(e)))
                         }
@@ -488,11 +488,8 @@ const MAX_READ: usize = 1 << 20;
 /// Why a positional read has no answer.
 #[derive(Debug)]
 enum NotRead {
-    /// Inline, the bytes are not all in the page cache (or the file system cannot tell,
-    /// `unsupported`): the call is stopped.
-    WouldWait {
-        unsupported: bool,
-    },
+    /// Inline, the read would wait: the call is stopped.
+    Wait(Wait),
     Failed(std::io::Error),
 }
 
@@ -526,8 +523,7 @@ fn read_positional(
             Read::Bytes(n) => got += n,
             Read::Failed(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Read::Failed(e) => return Err(NotRead::Failed(e)),
-            Read::WouldWait => return Err(NotRead::WouldWait { unsupported: false }),
-            Read::Unsupported => return Err(NotRead::WouldWait { unsupported: true }),
+            Read::Wait(why) => return Err(NotRead::Wait(why)),
         }
     }
     buf.truncate(got);
@@ -554,26 +550,32 @@ pub(crate) struct InlineReads {
 /// What a read without waiting came to.
 enum Read {
     Bytes(usize),
-    WouldWait,
-    /// The file system cannot read without waiting (no `RWF_NOWAIT`: tmpfs, some network
-    /// and FUSE file systems): every read inline would stop, so this counts toward running the
-    /// store's `get`s on the blocking pool for good.
-    Unsupported,
+    Wait(Wait),
     Failed(std::io::Error),
 }
 
-/// Why a read inline stops its call, and whether that counts toward running the store's `get`s
-/// on the blocking pool for good ([`crate::pool::MAX_INLINE_STOPS`]): a page not in the cache
-/// says nothing of the next read; a file system without `RWF_NOWAIT` says the same of every
-/// read, and each stop costs the instance (a fresh one is made for the blocking attempt).
-fn read_stop(unsupported: bool) -> wasmtime::Error {
-    if unsupported {
-        stop(
+/// Why a read inline would wait.
+#[derive(Debug, Clone, Copy)]
+enum Wait {
+    /// The bytes are not all in the page cache.
+    Uncached,
+    /// The file system cannot read without waiting (no `RWF_NOWAIT`: tmpfs, some network and
+    /// FUSE file systems): every read inline would stop.
+    Unsupported,
+}
+
+/// The stop of a call whose read inline would wait, and whether it counts toward running the
+/// store's `get`s on the blocking pool for good ([`crate::pool::MAX_INLINE_STOPS`]): a page
+/// not in the cache says nothing of the next read; a file system without `RWF_NOWAIT` says the
+/// same of every read, and each stop costs the instance (a fresh one is made for the blocking
+/// attempt).
+fn read_stop(why: Wait) -> wasmtime::Error {
+    match why {
+        Wait::Uncached => stop("a read of a file not in the page cache", false),
+        Wait::Unsupported => stop(
             "a read where the file system cannot read without waiting (no RWF_NOWAIT)",
             true,
-        )
-    } else {
-        stop("a read of a file not in the page cache", false)
+        ),
     }
 }
 
@@ -595,8 +597,7 @@ impl InlineReads {
             match read {
                 Read::Bytes(n) => break n,
                 Read::Failed(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Read::WouldWait => return Err(StreamError::Trap(read_stop(false))),
-                Read::Unsupported => return Err(StreamError::Trap(read_stop(true))),
+                Read::Wait(why) => return Err(StreamError::Trap(read_stop(why))),
                 Read::Failed(e) => {
                     self.closed = true;
                     return Err(StreamError::LastOperationFailed(e.into()));
@@ -637,16 +638,16 @@ fn read_nowait(file: &std::fs::File, buf: &mut [u8], position: u64) -> Read {
     let mut bufs = [std::io::IoSliceMut::new(buf)];
     match rustix::io::preadv2(file, &mut bufs, position, ReadWriteFlags::NOWAIT) {
         Ok(n) => Read::Bytes(n),
-        Err(Errno::AGAIN) => Read::WouldWait,
+        Err(Errno::AGAIN) => Read::Wait(Wait::Uncached),
         // A file system without RWF_NOWAIT: a blocking thread reads it.
-        Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => Read::Unsupported,
+        Err(Errno::OPNOTSUPP | Errno::NOSYS | Errno::INVAL) => Read::Wait(Wait::Unsupported),
         Err(e) => Read::Failed(e.into()),
     }
 }
 
 #[cfg(not(target_os = "linux"))]
 fn read_nowait(_file: &std::fs::File, _buf: &mut [u8], _position: u64) -> Read {
-    Read::WouldWait
+    Read::Wait(Wait::Unsupported)
 }
 
 #[async_trait::async_trait]
