@@ -865,6 +865,29 @@ async fn a_component_opens_no_fifo() {
         matches!(err, StoreError::Io { .. }) && err.to_string().contains("open fifo"),
         "the component's own error, not the deadline: {err}"
     );
+    // The same for a name opened without following a link, as the file store opens (the host
+    // looks at a single such name with one `stat`, not through a handle): refused as not
+    // permitted, and nothing is left opening the FIFO.
+    let answer = tokio::time::timeout(Duration::from_secs(5), store.get("read-once:fifo:1")).await;
+    let err = answer
+        .expect("the get answers")
+        .expect_err("the open fails");
+    assert!(
+        matches!(err, StoreError::Io { .. })
+            && err
+                .to_string()
+                .contains("open fifo: ErrorCode { code: 31, name: \"not-permitted\""),
+        "refused by the host: {err}"
+    );
+    let writer = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo);
+    assert_eq!(
+        writer.map(drop).map_err(|e| e.raw_os_error()),
+        Err(Some(libc::ENXIO)),
+        "no thread is left opening the FIFO"
+    );
     // Regular files still open, and the store keeps answering.
     let opened = store.get("open:plain").await.unwrap().unwrap();
     assert_eq!(opened.get("opened").unwrap(), "plain");

@@ -480,7 +480,7 @@ impl WasmTaskStoreBuilder {
             // a store need not scan what it returns a first time.
             settings.push(("answers-checked".to_owned(), "true".to_owned()));
             // `open-at` of a FIFO, socket or device answers `not-permitted` (`quota.rs`,
-            // `opens_special`, Linux): a store need not look at a name before opening it.
+            // `look`, Linux): a store need not look at a name before opening it.
             #[cfg(target_os = "linux")]
             settings.push(("special-files-refused".to_owned(), "true".to_owned()));
         }

@@ -302,6 +302,38 @@ fn hold_replaced(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Opt
     path_handle(host, dir, path, false)
 }
 
+/// What a rename of `old` under `dir` over what `held` holds frees, told from the held handle
+/// and one `statx` of `old` ([`stat_name`]): `Some(None)` if nothing (`old` is that very file),
+/// `Some(Some(bytes))` what the replaced entry counts for. `None` where it cannot be told this
+/// way (no handle: nothing there, or not Linux; `old` not a single name), and then the caller
+/// asks wasmtime-wasi, in two `metadata-hash-at` calls and a `stat-at`.
+fn replaced_entry(
+    host: &mut Host,
+    dir: &Resource<Descriptor>,
+    old: &str,
+    held: Option<&Held>,
+) -> Option<Option<u64>> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::FileType;
+        let new = rustix::fs::fstat(held?).ok()?;
+        let old = stat_name(host, dir, old, false)?.ok()?;
+        if (old.st_dev, old.st_ino) == (new.st_dev, new.st_ino) {
+            return Some(None);
+        }
+        let len = match FileType::from_raw_mode(new.st_mode) {
+            FileType::RegularFile => u64::try_from(new.st_size).unwrap_or(0),
+            _ => 0,
+        };
+        Some(Some(ENTRY_BYTES.saturating_add(len)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (host, dir, old, held);
+        None
+    }
+}
+
 /// What a look at a name before opening it found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Look {
@@ -319,14 +351,24 @@ enum Look {
 /// something else between this look and the open is not caught by it: that takes another
 /// writer of the directory racing the component (and the host's own open of a regular file,
 /// [`inline::open_here`], does not wait on a FIFO even then).
+///
+/// A single name not followed, off an async worker, is looked at with one `statx` of it in
+/// `dir` ([`stat_name`]), which cannot leave `dir`; anything else through an `O_PATH` handle
+/// resolved beneath `dir` (an `openat2`, an `fstat` and a `close`).
 fn look(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow: bool) -> Look {
-    let Some(found) = path_handle(host, dir, path, follow) else {
-        return Look::Other;
-    };
     #[cfg(target_os = "linux")]
     {
         use rustix::fs::FileType;
-        match rustix::fs::fstat(&found).map(|st| FileType::from_raw_mode(st.st_mode)) {
+        let kind = match stat_name(host, dir, path, follow) {
+            Some(found) => found.map(|st| st.st_mode),
+            None => {
+                let Some(found) = path_handle(host, dir, path, follow) else {
+                    return Look::Other;
+                };
+                rustix::fs::fstat(&found).map(|st| st.st_mode)
+            }
+        };
+        match kind.map(FileType::from_raw_mode) {
             Ok(FileType::RegularFile) => Look::Regular,
             Ok(
                 FileType::Fifo
@@ -339,9 +381,40 @@ fn look(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow: bool) -
     }
     #[cfg(not(target_os = "linux"))]
     {
-        let () = found;
+        let _ = (host, dir, path, follow);
         Look::Other
     }
+}
+
+/// Whether `path` is one name: not empty, not `.` or `..`, no `/` (nor a NUL, which no name
+/// holds). Such a name, not followed, names an entry of the directory it is looked up in and
+/// nothing beyond it, without `openat2`'s `RESOLVE_BENEATH`.
+fn single_name(path: &str) -> bool {
+    !path.is_empty() && path != "." && path != ".." && !path.contains(['/', '\0'])
+}
+
+/// `statx` of the single name `path` in `dir`, not followed (Linux): `None` where that does not
+/// apply (a path of more than one name, a followed link, a call on an async worker, where a
+/// look must come from the kernel's cache alone, `dir` not a directory), and then the caller
+/// looks through a handle ([`path_handle`]).
+#[cfg(target_os = "linux")]
+fn stat_name(
+    host: &mut Host,
+    dir: &Resource<Descriptor>,
+    path: &str,
+    follow: bool,
+) -> Option<rustix::io::Result<rustix::fs::Stat>> {
+    if follow || !single_name(path) || host.inline.get() {
+        return None;
+    }
+    let Ok(Descriptor::Dir(dir)) = host.table.get(dir) else {
+        return None;
+    };
+    Some(rustix::fs::statat(
+        &*dir.dir,
+        path,
+        rustix::fs::AtFlags::SYMLINK_NOFOLLOW,
+    ))
 }
 
 /// A file the component just created is its owner's alone (0600 on Unix), as the native
@@ -633,13 +706,17 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 inline::check(host, "rename-at")?;
                 // What the destination held, if anything, is freed by the rename, unless it is
                 // the very file being renamed (a rename onto itself frees nothing).
-                let replaced =
-                    if host.quota.is_some() && !same_object(host, &fd, &old, &new_fd, &new).await {
-                        entry_bytes(host, &new_fd, &new).await
-                    } else {
-                        None
-                    };
                 let held = hold_replaced(host, &new_fd, &new);
+                let replaced = match host.quota {
+                    None => None,
+                    Some(_) => match replaced_entry(host, &fd, &old, held.as_ref()) {
+                        Some(replaced) => replaced,
+                        None if !same_object(host, &fd, &old, &new_fd, &new).await => {
+                            entry_bytes(host, &new_fd, &new).await
+                        }
+                        None => None,
+                    },
+                };
                 let result =
                     HostDescriptor::rename_at(&mut host.filesystem(), fd, old, new_fd, new).await;
                 drop(held);
