@@ -833,10 +833,24 @@ async fn a_get_abandoned_on_the_callers_thread_stops_and_frees_its_instance() {
 /// a component: the open fails at once with an error the component sees, and no thread is left
 /// waiting on the FIFO's other end. (The file store never opens one; this is a component that
 /// opens whatever it is told to, without looking first.)
+/// A writer that does not wait finds no reader: nothing is still opening the FIFO.
+#[cfg(unix)]
+fn assert_no_reader(fifo: &std::path::Path) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let writer = fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(fifo);
+    assert_eq!(
+        writer.map(drop).map_err(|e| e.raw_os_error()),
+        Err(Some(libc::ENXIO)),
+        "no thread is left opening the FIFO"
+    );
+}
+
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn a_component_opens_no_fifo() {
-    use std::os::unix::fs::OpenOptionsExt;
     let tmp = tempfile::tempdir().unwrap();
     let store = open(tmp.path());
     let fifo = tmp.path().join("fifo");
@@ -849,15 +863,7 @@ async fn a_component_opens_no_fifo() {
     let answer = tokio::time::timeout(Duration::from_secs(5), store.get("open:fifo")).await;
     // A writer that does not wait finds no reader: nothing is still opening the FIFO. (Were
     // something stuck there, this open would let it go, so the test ends either way.)
-    let writer = fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo);
-    assert_eq!(
-        writer.map(drop).map_err(|e| e.raw_os_error()),
-        Err(Some(libc::ENXIO)),
-        "no thread is left opening the FIFO"
-    );
+    assert_no_reader(&fifo);
     let err = answer
         .expect("the get answers")
         .expect_err("the open fails");
@@ -879,15 +885,7 @@ async fn a_component_opens_no_fifo() {
                 .contains("open fifo: ErrorCode { code: 31, name: \"not-permitted\""),
         "refused by the host: {err}"
     );
-    let writer = fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(&fifo);
-    assert_eq!(
-        writer.map(drop).map_err(|e| e.raw_os_error()),
-        Err(Some(libc::ENXIO)),
-        "no thread is left opening the FIFO"
-    );
+    assert_no_reader(&fifo);
     // Regular files still open, and the store keeps answering.
     let opened = store.get("open:plain").await.unwrap().unwrap();
     assert_eq!(opened.get("opened").unwrap(), "plain");
