@@ -303,7 +303,7 @@ fn hold_replaced(host: &mut Host, dir: &Resource<Descriptor>, path: &str) -> Opt
 }
 
 /// What a rename of `old` under `dir` over what `held` holds frees, told from the held handle
-/// and one `statx` of `old` ([`stat_name`]): `Some(None)` if nothing (`old` is that very file),
+/// and one `fstatat` of `old` ([`stat_name`]): `Some(None)` if nothing (`old` is that very file),
 /// `Some(Some(bytes))` what the replaced entry counts for. `None` where it cannot be told this
 /// way (no handle: nothing there, or not Linux; `old` not a single name), and then the caller
 /// asks wasmtime-wasi, in two `metadata-hash-at` calls and a `stat-at`.
@@ -334,6 +334,23 @@ fn replaced_entry(
     }
 }
 
+/// What a rename of `old` over `new` frees, if anything: [`replaced_entry`] where it can tell,
+/// else wasmtime-wasi's answers (nothing if both name the same file, else what `new` counts for).
+async fn replaced_bytes(
+    host: &mut Host,
+    (old_dir, old): (&Resource<Descriptor>, &str),
+    (new_dir, new): (&Resource<Descriptor>, &str),
+    held: Option<&Held>,
+) -> Option<u64> {
+    if let Some(replaced) = replaced_entry(host, old_dir, old, held) {
+        return replaced;
+    }
+    if same_object(host, old_dir, old, new_dir, new).await {
+        return None;
+    }
+    entry_bytes(host, new_dir, new).await
+}
+
 /// What a look at a name before opening it found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Look {
@@ -352,7 +369,7 @@ enum Look {
 /// writer of the directory racing the component (and the host's own open of a regular file,
 /// [`inline::open_here`], does not wait on a FIFO even then).
 ///
-/// A single name not followed, off an async worker, is looked at with one `statx` of it in
+/// A single name not followed, off an async worker, is looked at with one `fstatat` of it in
 /// `dir` ([`stat_name`]), which cannot leave `dir`; anything else through an `O_PATH` handle
 /// resolved beneath `dir` (an `openat2`, an `fstat` and a `close`).
 fn look(host: &mut Host, dir: &Resource<Descriptor>, path: &str, follow: bool) -> Look {
@@ -393,7 +410,7 @@ fn single_name(path: &str) -> bool {
     !path.is_empty() && path != "." && path != ".." && !path.contains(['/', '\0'])
 }
 
-/// `statx` of the single name `path` in `dir`, not followed (Linux): `None` where that does not
+/// `fstatat` of the single name `path` in `dir`, not followed (Linux): `None` where that does not
 /// apply (a path of more than one name, a followed link, a call on an async worker, where a
 /// look must come from the kernel's cache alone, `dir` not a directory), and then the caller
 /// looks through a handle ([`path_handle`]).
@@ -708,14 +725,8 @@ pub(crate) fn count_disk_use(linker: &mut Linker<Host>) -> wasmtime::Result<()> 
                 // the very file being renamed (a rename onto itself frees nothing).
                 let held = hold_replaced(host, &new_fd, &new);
                 let replaced = match host.quota {
+                    Some(_) => replaced_bytes(host, (&fd, &old), (&new_fd, &new), held.as_ref()).await,
                     None => None,
-                    Some(_) => match replaced_entry(host, &fd, &old, held.as_ref()) {
-                        Some(replaced) => replaced,
-                        None if !same_object(host, &fd, &old, &new_fd, &new).await => {
-                            entry_bytes(host, &new_fd, &new).await
-                        }
-                        None => None,
-                    },
                 };
                 let result =
                     HostDescriptor::rename_at(&mut host.filesystem(), fd, old, new_fd, new).await;
