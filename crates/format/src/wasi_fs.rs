@@ -7,9 +7,8 @@
 //! after (its type, length and time): four host calls and four system calls through `std::fs`,
 //! two here. A read through here is one `stat-at` of the name (not followed; skipped under a
 //! host that refuses to open special files, [`set_host_refuses_special_files`]), one `open-at`,
-//! one `stat` of what was opened, and its bytes by positional `read` (one call where the host
-//! reports the end with the last bytes; a stream would take four: make it, read, read again to
-//! see the end, drop it). Reads are what a component's `get` does, which runs on the host's async workers when
+//! one `stat` of what was opened, and its bytes by positional `read`: the length `stat` saw, in
+//! one call (a stream would take four: make it, read, read again to see the end, drop it). Reads are what a component's `get` does, which runs on the host's async workers when
 //! it can (`docs/security.md`, "Where calls run"), so that is where it counts.
 //!
 //! The files a save writes (its temp file, the lock, the version record it overwrites in place)
@@ -48,22 +47,29 @@ impl WasiFile {
         stamp(&self.stat)
     }
 
-    /// At most `limit` bytes from the start of the file, by positional `read`s: a host that
-    /// reports the end of the file with its last bytes (the toolnexus host does) answers a
-    /// file of the length `stat` saw in one call; another takes one more, which finds nothing.
+    /// At most `limit` bytes from the start of the file, by positional `read`s: the length
+    /// `stat` saw when the file was opened, asked for in one call, which is one system call
+    /// where the host fills what it is asked for (the toolnexus host does).
+    ///
+    /// That length is taken as the file's: the files read this way are never written after
+    /// they are in place (a Task file appears by a rename of a complete file; a version record
+    /// is overwritten in place at its own fixed length), so nothing is asked for past it. A
+    /// file that shrank since is read to its end; one that grew is read as it was when it was
+    /// opened. Only a file that `stat` saw empty is read until the host reports its end, 64 KiB
+    /// at a time.
     pub(crate) fn read_up_to(&self, limit: u64) -> io::Result<Vec<u8>> {
+        let seen = self.stat.size.min(limit);
         let mut bytes = Vec::new();
         while (bytes.len() as u64) < limit {
-            // The rest of the file as `stat` saw it and one byte more, so the end is seen
-            // there; then, if the file grew, 64 KiB at a time. The host fills a buffer of the
-            // size asked for: never ask for much more than there is.
-            let rest = self
-                .stat
-                .size
-                .saturating_add(1)
-                .saturating_sub(bytes.len() as u64);
-            let want = (limit - bytes.len() as u64).min(if rest > 0 { rest } else { 64 << 10 });
-            let (chunk, end) = self.file.read(want, bytes.len() as u64).map_err(to_io)?;
+            let got = bytes.len() as u64;
+            let want = match seen.checked_sub(got) {
+                Some(0) if seen > 0 => break, // all that `stat` saw
+                Some(rest) if rest > 0 => rest,
+                // The host fills a buffer of the size asked for: never ask for much more
+                // than there is.
+                _ => (limit - got).min(64 << 10),
+            };
+            let (chunk, end) = self.file.read(want, got).map_err(to_io)?;
             if chunk.len() as u64 > want {
                 return Err(io::Error::other(format!(
                     "the host read {} bytes where {want} were asked for",

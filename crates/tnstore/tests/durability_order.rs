@@ -405,7 +405,7 @@ fn a_durable_save_writes_flushes_renames_and_flushes_the_directory_in_order() {
 /// version is asked for, its version record) by name without a `stat` of the name first (the
 /// host refuses FIFOs, sockets and devices itself and says so), and looks at what it opened
 /// once: the store's own `stat` of what it opened is the only one (the host looked at the
-/// name just before opening it, and does not look again). A plain `get` reads no version
+/// name just before opening it, and does not look again), and reads it in one call. A plain `get` reads no version
 /// record at all: the host asks through `lean.get-text`.
 #[test]
 fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
@@ -429,7 +429,7 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
             &strace,
             cwd,
             selector,
-            "trace=statx,newfstatat,fstat,openat,openat2,close",
+            "trace=statx,newfstatat,fstat,openat,openat2,close,read,pread64,preadv,preadv2",
             args,
         );
         assert!(got.contains(r#""id":"t""#), "{got}");
@@ -499,6 +499,19 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
                 stats.len(),
                 1,
                 "{args:?} looks at the {name} it opened once: {after_open:#?}"
+            );
+            // Its bytes in one read: the length its `stat` saw, not one byte more to find the
+            // end (the files a get reads are never written once in place).
+            let reads = after_open
+                .iter()
+                .filter(|line| {
+                    call_of(line)
+                        .is_some_and(|(call, args)| call.contains("read") && args.starts_with(&fd))
+                })
+                .count();
+            assert_eq!(
+                reads, 1,
+                "{args:?} reads the {name} it opened in one call: {after_open:#?}"
             );
         }
     }
