@@ -493,13 +493,11 @@ impl DirStore {
         if meta.len() > NOWAIT_READ_MAX_BYTES {
             return None;
         }
-        // One byte more than the length, to see the end of a file that grew meanwhile.
-        let mut bytes = vec![0u8; meta.len() as usize + 1];
+        // The length `stat` saw, in one read: a Task file is never written once in place (it
+        // appears by a rename), so nothing is asked for past it to find the end.
+        let mut bytes = vec![0u8; meta.len() as usize];
         let mut filled = 0;
-        loop {
-            if filled == bytes.len() {
-                return None; // grew: the blocking read copes with that
-            }
+        while filled < bytes.len() {
             match rustix::io::preadv2(
                 &file,
                 &mut [io::IoSliceMut::new(&mut bytes[filled..])],
@@ -1058,7 +1056,8 @@ fn stamp_at(path: &Path) -> io::Result<Stamp> {
 }
 
 /// At most `limit` bytes from the start of `file`, of which `expected` are expected (its length
-/// when looked at): in one read for a file that has not grown, and one more to see its end.
+/// when looked at): in one read when `limit` is `expected` (reading ends at the limit without
+/// asking the system), else with one more read to see the end.
 fn read_prefix(mut file: &File, limit: u64, expected: u64) -> io::Result<Vec<u8>> {
     let mut bytes = Vec::with_capacity(expected.min(limit) as usize);
     (&mut file).take(limit).read_to_end(&mut bytes)?;
@@ -1289,7 +1288,8 @@ fn read_text(path: &Path) -> Result<Option<(String, Stamp)>, DirError> {
     if stamp.size > MAX_TASK_FILE_BYTES {
         return Err(corrupt(too_large(stamp.size)));
     }
-    // At most one byte past the cap, in case the file grew since it was looked at.
+    // The length `stat` saw (within the cap); a file it saw empty is read to its end, and one
+    // byte past the cap at the most.
     let bytes = match file.read_up_to(MAX_TASK_FILE_BYTES + 1) {
         Ok(bytes) => bytes,
         Err(e) => return io_error(e),
@@ -1370,10 +1370,19 @@ enum ReadableFile {
 }
 
 impl Readable {
-    /// At most `limit` bytes from the start of the file.
+    /// At most `limit` bytes from the start of the file: the length its `stat` saw when it
+    /// was opened, in one read. The files read this way are never written once in place (a
+    /// Task file appears by a rename; a version record is overwritten at its fixed length), so
+    /// that length is the file's: one that shrank since is read to its end, one that grew as it
+    /// was. A file `stat` saw empty is read to its end.
     fn read_up_to(self, limit: u64) -> io::Result<Vec<u8>> {
         match self.file {
-            ReadableFile::Std(file) => read_prefix(&file, limit, self.stamp.size),
+            ReadableFile::Std(file) => match self.stamp.size.min(limit) {
+                // The length `stat` saw, in one read (see `wasi_fs::WasiFile::read_up_to`):
+                // past it, `take` ends the read without asking the system for the end.
+                0 => read_prefix(&file, limit, 0),
+                seen => read_prefix(&file, seen, seen),
+            },
             #[cfg(all(target_os = "wasi", target_env = "p2"))]
             ReadableFile::Wasi(file) => file.read_up_to(limit),
         }

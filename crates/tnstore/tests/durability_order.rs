@@ -401,23 +401,29 @@ fn a_durable_save_writes_flushes_renames_and_flushes_the_directory_in_order() {
     assert_durable_order(&strace, "wasm:builtin?dir=./component", "component");
 }
 
-/// A component `get` under this host: the file store opens the Task file (and, when the
-/// version is asked for, its version record) by name without a `stat` of the name first (the
-/// host refuses FIFOs, sockets and devices itself and says so), and looks at what it opened
-/// once: the store's own `stat` of what it opened is the only one (the host looked at the
-/// name just before opening it, and does not look again), and reads it in one call. A plain `get` reads no version
-/// record at all: the host asks through `lean.get-text`.
+/// A `get`, natively and of a component under this host: the file store opens the Task file
+/// (and, when the version is asked for, its version record) by name without a `stat` of the
+/// name first (natively it opens without following a link or waiting on a FIFO; a component's
+/// host refuses FIFOs, sockets and devices itself and says so), looks at what it opened once
+/// (a component's host looked at the name just before opening it, and does not look again), and
+/// reads it in one call: the length that look saw. A plain `get` reads no version record at all
+/// (a component's host asks through `lean.get-text`).
 #[test]
-fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
+fn a_get_opens_its_files_once_looks_at_them_once_and_reads_them_in_one_call() {
     let Some(strace) = strace() else {
         return;
     };
+    assert_get_reads(&strace, "file:./native");
+    assert_get_reads(&strace, "wasm:builtin?dir=./component");
+}
+
+/// [`a_get_opens_its_files_once_looks_at_them_once_and_reads_them_in_one_call`] for one store.
+fn assert_get_reads(strace: &Path, selector: &str) {
     let tmp = tempfile::tempdir().unwrap();
     let cwd = tmp.path();
-    let selector = "wasm:builtin?dir=./component";
     let task_file = cwd.join("task.json");
     fs::write(&task_file, r#"{"id":"t","status":{"state":"working"}}"#).unwrap();
-    traced_save(&strace, cwd, selector, &task_file);
+    traced_save(strace, cwd, selector, &task_file);
     for (args, read) in [
         (&["get", "t"][..], &["t.json"][..]),
         (
@@ -426,7 +432,7 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
         ),
     ] {
         let (got, log) = traced_tnstore(
-            &strace,
+            strace,
             cwd,
             selector,
             "trace=statx,newfstatat,fstat,openat,openat2,close,read,pread64,preadv,preadv2",
@@ -451,10 +457,17 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
                 })
                 .collect();
             if !read.contains(&name) {
-                assert!(opens.is_empty(), "{args:?} opens no {name}: {calls:#?}");
+                assert!(
+                    opens.is_empty(),
+                    "{selector} {args:?} opens no {name}: {calls:#?}"
+                );
                 continue;
             }
-            assert_eq!(opens.len(), 1, "{args:?} opens {name} once: {calls:#?}");
+            assert_eq!(
+                opens.len(),
+                1,
+                "{selector} {args:?} opens {name} once: {calls:#?}"
+            );
             let get = thread_of(opens[0]);
             let looked_up: Vec<&str> = calls
                 .iter()
@@ -466,7 +479,7 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
                 .collect();
             assert!(
                 looked_up.is_empty(),
-                "{args:?} opens {name} without a stat of its name: {looked_up:#?}"
+                "{selector} {args:?} opens {name} without a stat of its name: {looked_up:#?}"
             );
             // The descriptor the open returned (`= 9</dir/t.json>`), and what the get asked
             // of it until it was closed.
@@ -498,7 +511,7 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
             assert_eq!(
                 stats.len(),
                 1,
-                "{args:?} looks at the {name} it opened once: {after_open:#?}"
+                "{selector} {args:?} looks at the {name} it opened once: {after_open:#?}"
             );
             // Its bytes in one read: the length its `stat` saw, not one byte more to find the
             // end (the files a get reads are never written once in place).
@@ -511,7 +524,7 @@ fn a_component_get_opens_its_files_without_looking_at_their_names_first() {
                 .count();
             assert_eq!(
                 reads, 1,
-                "{args:?} reads the {name} it opened in one call: {after_open:#?}"
+                "{selector} {args:?} reads the {name} it opened in one call: {after_open:#?}"
             );
         }
     }
