@@ -828,11 +828,6 @@ async fn a_get_abandoned_on_the_callers_thread_stops_and_frees_its_instance() {
         .expect("the abandoned guest stopped with its caller and freed its instance");
 }
 
-/// The open of a FIFO waits in the kernel for a writer, without bound and out of reach of any
-/// deadline, holding a blocking thread all along. The host opens no FIFO, socket or device for
-/// a component: the open fails at once with an error the component sees, and no thread is left
-/// waiting on the FIFO's other end. (The file store never opens one; this is a component that
-/// opens whatever it is told to, without looking first.)
 /// A writer that does not wait finds no reader: nothing is still opening the FIFO.
 #[cfg(unix)]
 fn assert_no_reader(fifo: &std::path::Path) {
@@ -848,6 +843,11 @@ fn assert_no_reader(fifo: &std::path::Path) {
     );
 }
 
+/// The open of a FIFO waits in the kernel for a writer, without bound and out of reach of any
+/// deadline, holding a blocking thread all along. The host opens no FIFO, socket or device for
+/// a component: the open fails at once with an error the component sees, and no thread is left
+/// waiting on the FIFO's other end. (The file store never opens one; this is a component that
+/// opens whatever it is told to, without looking first.)
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread")]
 async fn a_component_opens_no_fifo() {

@@ -8,8 +8,9 @@
 //! two here. A read through here is one `stat-at` of the name (not followed; skipped under a
 //! host that refuses to open special files, [`set_host_refuses_special_files`]), one `open-at`,
 //! one `stat` of what was opened, and its bytes by positional `read`: the length `stat` saw, in
-//! one call (a stream would take four: make it, read, read again to see the end, drop it). Reads are what a component's `get` does, which runs on the host's async workers when
-//! it can (`docs/security.md`, "Where calls run"), so that is where it counts.
+//! one call (a stream would take four: make it, read, read again to see the end, drop it).
+//! Reads are what a component's `get` does, which runs on the host's async workers when it can
+//! (`docs/security.md`, "Where calls run"), so that is where it counts.
 //!
 //! The files a save writes (its temp file, the lock, the version record it overwrites in place)
 //! go this way too ([`WasiWriter::write_all_at`], [`create_new`], [`open_for_update`]): one
@@ -62,12 +63,12 @@ impl WasiFile {
         let mut bytes = Vec::new();
         while (bytes.len() as u64) < limit {
             let got = bytes.len() as u64;
-            let want = match seen.checked_sub(got) {
-                Some(0) if seen > 0 => break, // all that `stat` saw
-                Some(rest) if rest > 0 => rest,
-                // The host fills a buffer of the size asked for: never ask for much more
-                // than there is.
-                _ => (limit - got).min(64 << 10),
+            let want = match seen {
+                // Seen empty: to the end, 64 KiB at a time (the host fills a buffer of the size
+                // asked for: never ask for much more than there may be).
+                0 => (limit - got).min(64 << 10),
+                _ if got < seen => seen - got,
+                _ => break, // all that `stat` saw
             };
             let (chunk, end) = self.file.read(want, got).map_err(to_io)?;
             if chunk.len() as u64 > want {
