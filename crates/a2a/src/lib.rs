@@ -261,6 +261,22 @@ pub async fn serve_stores(
     stores: Arc<dyn Stores>,
     config: ServerConfig,
 ) -> std::io::Result<()> {
+    serve_stores_then(listener, stores, config, || Ok(())).await
+}
+
+/// [`serve_stores`], calling `ready` once the startup recovery is done, just before the first
+/// connection is accepted: the moment to tell the world the server is up (`tnstore serve`
+/// prints `listening on …` there). An error from `ready` ends serving with that error.
+///
+/// The start that recovery measures against is taken before recovery runs, so a Task that a
+/// client creates (through another replica, say) after `ready` was called is never taken for
+/// one this server's predecessor left behind.
+pub async fn serve_stores_then(
+    listener: tokio::net::TcpListener,
+    stores: Arc<dyn Stores>,
+    config: ServerConfig,
+    ready: impl FnOnce() -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let started = maintenance::now();
     let url = format!("http://{}/", listener.local_addr()?);
     let limits = conn::Limits {
@@ -291,6 +307,7 @@ pub async fn serve_stores(
             })
             .collect(),
     };
+    ready()?;
     conn::run(listener, router_stores(stores, config, url), limits).await
 }
 

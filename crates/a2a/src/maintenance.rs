@@ -14,8 +14,8 @@
 //! # Recovery and replicas
 //!
 //! Recovery fails every `submitted` or `working` Task whose status timestamp is before this
-//! server's start. Over a store shared by several live replicas, that includes the Tasks the
-//! *other* replicas are working on right now: one replica's restart fails them (their agents'
+//! server's start (in an earlier millisecond: [`fail_interrupted`]). Over a store shared by
+//! several live replicas, that includes the Tasks the *other* replicas are working on right now: one replica's restart fails them (their agents'
 //! final saves then find the Task terminal and leave it so). Run replicas over a shared store
 //! with [`Recovery::Off`] (`tnstore serve --recovery off`) and resolve interrupted Tasks another
 //! way.
@@ -113,18 +113,27 @@ pub async fn recover_at_startup(
 }
 
 /// Marks `failed` every Task that is `submitted` or `working` (any spelling) and whose status
-/// timestamp is before `started` (or that has none), with a status message saying it was
-/// interrupted. Each change is a [`transition`]: a Task that became terminal, moved on, or was
-/// touched after `started` meanwhile is left as it is. Returns how many Tasks it failed; a
-/// Task whose transition fails is logged and skipped; a failing `list` is the error.
+/// timestamp is in a millisecond before the one `started` is in (or that has none), with a
+/// status message saying it was interrupted. Each change is a [`transition`]: a Task that
+/// became terminal, moved on, or was touched after `started` meanwhile is left as it is.
+/// Returns how many Tasks it failed; a Task whose transition fails is logged and skipped; a
+/// failing `list` is the error.
+///
+/// Why whole milliseconds: the server stamps statuses to the millisecond, truncated, so a Task
+/// stamped in the millisecond of `started` may have been saved after it (by a live replica
+/// that had just acknowledged it). Leaving such a Task `working` is undone by a later `prune`;
+/// failing a Task that is being worked on cannot be undone.
 pub async fn fail_interrupted(
     store: &dyn TaskStore,
     started: Timestamp,
 ) -> Result<u64, StoreError> {
+    const NANOS_PER_MS: i128 = 1_000_000;
+    let before =
+        Timestamp::from_unix_nanos(started.unix_nanos().div_euclid(NANOS_PER_MS) * NANOS_PER_MS);
     let interrupted = |task: &Task| {
         let state = TaskState::parse(task_state(task));
         matches!(state, Some(TaskState::Submitted | TaskState::Working))
-            && Timestamp::of_task(task.as_map()).is_none_or(|t| t < started)
+            && Timestamp::of_task(task.as_map()).is_none_or(|t| t < before)
     };
     let mut failed = 0;
     for state in [TaskState::Submitted, TaskState::Working] {
@@ -557,6 +566,30 @@ mod tests {
         fn describe(&self) -> String {
             "canceled after listing".into()
         }
+    }
+
+    /// The server stamps statuses to the millisecond, truncated: a Task stamped in the
+    /// millisecond the server started in may have been saved just after the start (a live
+    /// replica acknowledging it), so it is not failed; one a millisecond earlier is.
+    #[tokio::test]
+    async fn a_task_stamped_in_the_millisecond_of_the_start_is_left_alone() {
+        let store = InMemoryTaskStore::new();
+        let same = "2026-12-03T14:54:14.375Z";
+        let earlier = "2026-12-03T14:54:14.374Z";
+        store
+            .save(&task("same", "working", Some(same)))
+            .await
+            .unwrap();
+        store
+            .save(&task("earlier", "submitted", Some(earlier)))
+            .await
+            .unwrap();
+        let in_that_ms = Timestamp::parse("2026-12-03T14:54:14.375600Z").unwrap();
+        assert_eq!(fail_interrupted(&store, in_that_ms).await.unwrap(), 1);
+        let same = store.get("same").await.unwrap().unwrap();
+        assert_eq!(task_state(&same), "working");
+        let earlier = store.get("earlier").await.unwrap().unwrap();
+        assert_eq!(task_state(&earlier), "failed");
     }
 
     #[tokio::test]

@@ -94,7 +94,8 @@ enum Command {
         id: String,
     },
     /// Serve A2A (agent card and JSON-RPC) over HTTP, every Task in the store. Prints
-    /// `listening on http://ADDR/` once ready; runs until interrupted.
+    /// `listening on http://ADDR/` once ready (after the startup recovery); runs until
+    /// interrupted.
     Serve {
         /// Address to listen on (port 0 picks a free one).
         #[arg(long, default_value = "127.0.0.1:8080")]
@@ -414,18 +415,18 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 tenants,
                 ..Default::default()
             };
-            {
+            // The banner comes once recovery is done: whoever waits for it (a supervisor, a
+            // test, another replica's operator) finds the store already recovered, and every
+            // Task created after it is newer than this server's start.
+            let describe = store.describe();
+            let announce = move || {
                 let mut out = std::io::stdout().lock();
-                writeln!(
-                    out,
-                    "listening on http://{local}/ with {}",
-                    store.describe()
-                )
-                .and_then(|()| out.flush())
-                .map_err(|e| Failure::Store(format!("cannot write output: {e}")))?;
-            }
+                writeln!(out, "listening on http://{local}/ with {describe}")
+                    .and_then(|()| out.flush())
+                    .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write output: {e}")))
+            };
             tokio::select! {
-                served = toolnexus_a2a::serve_stores(listener, stores, config) => {
+                served = toolnexus_a2a::serve_stores_then(listener, stores, config, announce) => {
                     served.map_err(|e| Failure::Store(format!("server failed: {e}")))
                 }
                 _ = tokio::signal::ctrl_c() => Ok(()),

@@ -1,7 +1,7 @@
 //! Recovery at startup, through real processes: `tnstore serve` killed with SIGKILL while its
 //! agent works on a Task, then restarted over the same store. By default the restarted server
 //! marks the interrupted Task `failed` with a reason before it answers anyone; with
-//! `--recovery off` it leaves it `working`.
+//! `--recovery off` it leaves it `working`. The `listening on` banner comes after recovery.
 
 use serde_json::{Value, json};
 use std::path::Path;
@@ -131,4 +131,51 @@ async fn recovery_touches_only_unfinished_tasks() {
     }
     let cancel = call(&client, &server.url, "CancelTask", json!({"id": "work"})).await;
     assert_eq!(cancel["error"]["code"], -32002, "{cancel}");
+}
+
+/// `listening on` is printed once recovery is done: a process that reads the store the moment
+/// the banner appears (here `tnstore list`, over the same directory) finds no interrupted Task
+/// left, however many there were.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_banner_comes_after_recovery() {
+    let tmp = tempfile::tempdir().unwrap();
+    let selector = format!("file:{}", tmp.path().join("tasks").display());
+    let files: Vec<String> = (0..300)
+        .map(|i| {
+            let path = tmp.path().join(format!("t{i}.json"));
+            let task = json!({"id": format!("t{i:03}"),
+                "status": {"state": "working", "timestamp": "2020-01-01T00:00:00.000Z"}});
+            std::fs::write(&path, task.to_string()).unwrap();
+            path.display().to_string()
+        })
+        .collect();
+    let mut args = vec!["--store", &selector, "save"];
+    args.extend(files.iter().map(String::as_str));
+    let saved = common::run(&args, "", |_| {});
+    assert_eq!(saved.status.code(), Some(0), "{saved:?}");
+
+    let _server = start_server(&selector, &tmp.path().join("cache"), &[]);
+    let listed = common::run(
+        &["--store", &selector, "list", "--state", "working"],
+        "",
+        |_| {},
+    );
+    assert_eq!(listed.status.code(), Some(0), "{listed:?}");
+    let page: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(page["tasks"], json!([]), "still working after the banner");
+    let failed = common::run(
+        &[
+            "--store",
+            &selector,
+            "list",
+            "--state",
+            "failed",
+            "--page-size",
+            "1000",
+        ],
+        "",
+        |_| {},
+    );
+    let page: Value = serde_json::from_slice(&failed.stdout).unwrap();
+    assert_eq!(page["tasks"].as_array().map(Vec::len), Some(300), "{page}");
 }
