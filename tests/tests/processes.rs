@@ -131,17 +131,21 @@ async fn a_writer_killed_mid_write_never_leaves_a_torn_task() {
 
 const RACER: &str = env!("CARGO_BIN_EXE_tn-racer");
 
-/// The lock lease the racing tests give every writer, so a killed one blocks briefly.
+/// The lock lease of racers that are killed, so that a killed one blocks the others briefly.
 const LEASE_MS: u64 = 400;
+/// The lock lease of racers that are never killed: no lock of theirs is ever stale, so none
+/// may be broken. (Under 400 ms, a flush slower than the lease on a loaded disk had its lock
+/// broken by another racer, and its save failed as having lost the lock.)
+const LIVE_LEASE_MS: u64 = 10_000;
 
-fn spawn_racer(selector: &str, id: &str, tag: &str, attempts: u64) -> Child {
+fn spawn_racer(selector: &str, id: &str, tag: &str, attempts: u64, lease_ms: u64) -> Child {
     Command::new(RACER)
         .args([
             selector,
             id,
             tag,
             &attempts.to_string(),
-            &LEASE_MS.to_string(),
+            &lease_ms.to_string(),
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -199,7 +203,10 @@ async fn processes_racing_conditional_saves_have_one_winner_per_version() {
         .enumerate()
         .map(|(i, tag)| {
             let selector = if i % 2 == 0 { &file_sel } else { &wasm_sel };
-            (*tag, spawn_racer(selector, "raced", tag, 150))
+            (
+                *tag,
+                spawn_racer(selector, "raced", tag, 150, LIVE_LEASE_MS),
+            )
         })
         .collect();
     let mut outcomes = Outcomes::default();
@@ -246,7 +253,7 @@ async fn racers_killed_mid_save_lose_nothing_acknowledged_and_block_at_most_a_le
         // One native and one component racer, killed at a different moment each round.
         let mut racers: Vec<_> = [("native", &file_sel), ("component", &wasm_sel)]
             .into_iter()
-            .map(|(tag, selector)| (tag, spawn_racer(selector, "killed", tag, 0)))
+            .map(|(tag, selector)| (tag, spawn_racer(selector, "killed", tag, 0, LEASE_MS)))
             .collect();
         let mut readers = Vec::new();
         for (tag, child) in &mut racers {

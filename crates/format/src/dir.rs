@@ -688,9 +688,7 @@ impl DirStore {
                 });
             }
             let version = current.map_or(1, |v| v.saturating_add(1));
-            let stamp = self
-                .write_lock(&mut lock, text.as_bytes(), found)
-                .map_err(|e| io_err("write", &lock.path, e))?;
+            let stamp = self.write_lock(&mut lock, text.as_bytes(), found)?;
             let record_text = Record {
                 version,
                 stamp,
@@ -751,12 +749,35 @@ impl DirStore {
     /// agree (the same length, written within one tick of the file system's clock), the
     /// modification time is moved on by the least the file system keeps, before the flush,
     /// which then writes it to disk with the file's length.
+    ///
+    /// A lock renewed after a flush that outlasted the lease may have been broken and taken
+    /// meanwhile: it is renewed first and then looked at, and if it is no longer ours the save
+    /// gives up here ([`lock_lost`]), before it writes the record another writer's save relies
+    /// on. Looking after the renewal is what makes this sound: a breaker moves a lock aside
+    /// and removes it only if it is still stale there, and puts back one that was renewed.
     fn write_lock(
         &self,
         lock: &mut Lock,
         text: &[u8],
         replacing: Option<Stamp>,
-    ) -> io::Result<Stamp> {
+    ) -> Result<Stamp, DirError> {
+        self.write_lock_text(lock, text, replacing)
+            .map_err(|source| DirError::Io {
+                op: "write",
+                file: lock.path.clone(),
+                source,
+            })?
+            .ok_or_else(|| lock_lost(lock, self.lease))
+    }
+
+    /// [`write_lock`](Self::write_lock)'s writes: the stamp, or `None` if the lock was renewed
+    /// and found taken over.
+    fn write_lock_text(
+        &self,
+        lock: &mut Lock,
+        text: &[u8],
+        replacing: Option<Stamp>,
+    ) -> io::Result<Option<Stamp>> {
         lock.file.write_from_start(text)?;
         let first = text.first().copied().unwrap_or(b'{');
         let stamp_of = |file: &Writable| match replacing {
@@ -780,9 +801,12 @@ impl DirStore {
             let renewed = std::time::Instant::now();
             lock.file.rewrite_first(first)?;
             stamp = stamp_of(&lock.file)?;
+            if !lock.is_ours() {
+                return Ok(None);
+            }
             lock.acquired = renewed;
         }
-        Ok(stamp)
+        Ok(Some(stamp))
     }
 
     /// Replaces `target` with `contents`: a fresh temp file, written, flushed under full
@@ -1948,6 +1972,52 @@ mod tests {
         assert_eq!(names_in(dir.path()), [".~h.v", "h.json"]);
     }
 
+    /// A save whose flush outlasts the whole lease (1.5 s under a 200 ms lease) has its lock
+    /// broken and taken by another writer, which saves version 2. The slow save then fails as
+    /// having lost its lock and writes nothing: before, it renewed the lock it no longer held
+    /// and wrote its record over the other writer's, so that the Task read as version 3 and a
+    /// save conditional on the acknowledged version 2 was refused.
+    #[test]
+    fn a_save_whose_lock_was_taken_over_during_its_flush_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let lease = Duration::from_millis(200);
+        let mut slow = store(&dir).with_lock_lease(lease);
+        slow.save_checked("t", r#"{"id":"t","n":1}"#).unwrap();
+        slow.slow_flush = Duration::from_millis(1500);
+        let other = store(&dir).with_lock_lease(lease);
+        let lock = dir.path().join(".~t.l");
+        let slow_result = std::thread::scope(|scope| {
+            let slow = scope.spawn(|| slow.save_checked("t", r#"{"id":"t","n":"slow"}"#));
+            while !lock.exists() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            // Waits until the slow save's lock is stale, breaks it and saves.
+            assert_eq!(
+                other
+                    .save_checked("t", r#"{"id":"t","n":"other"}"#)
+                    .unwrap(),
+                2
+            );
+            slow.join().unwrap()
+        });
+        let err = slow_result.unwrap_err();
+        assert!(
+            matches!(&err, DirError::Io { op: "save under lock", source, .. }
+                if source.kind() == io::ErrorKind::TimedOut),
+            "{err}"
+        );
+        assert_eq!(
+            other.get_versioned("t").unwrap(),
+            Some((r#"{"id":"t","n":"other"}"#.into(), 2))
+        );
+        assert_eq!(
+            other
+                .save_checked_if("t", r#"{"id":"t","n":3}"#, Expect::Version(2))
+                .unwrap(),
+            3
+        );
+    }
+
     /// A saver that died after writing its record and before renaming its lock leaves the old
     /// Task file, which reads as the version it is (the record's previous file), and a lock
     /// holding part of its text, which is never read as the Task and is broken after the
@@ -2269,28 +2339,38 @@ mod tests {
         let readers: Vec<_> = (0..2)
             .map(|_| {
                 let (s, stop) = (s.clone(), stop.clone());
-                std::thread::spawn(move || {
-                    let mut reads = 0u64;
+                let reads = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+                let counted = reads.clone();
+                let thread = std::thread::spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         let (text, version) = s.get_versioned("race").unwrap().unwrap();
                         let value: serde_json::Value = serde_json::from_str(&text).unwrap();
                         let n = value["n"].as_u64().unwrap();
                         assert!(version <= n, "version {version} read with the text of {n}");
-                        reads += 1;
+                        counted.fetch_add(1, Ordering::Relaxed);
                     }
-                    reads
-                })
+                });
+                (thread, reads)
             })
             .collect();
-        for n in 2..=300u64 {
+        // At least 300 versions, and on until each reader has read 20 times while they were
+        // written (a thread may start late on a loaded machine); a reader that failed ends it.
+        let mut n = 1u64;
+        while n < 300
+            || readers
+                .iter()
+                .any(|(thread, reads)| !thread.is_finished() && reads.load(Ordering::Relaxed) < 20)
+        {
+            n += 1;
             let v = s
                 .save_checked("race", &format!(r#"{{"id":"race","n":{n}}}"#))
                 .unwrap();
             assert_eq!(v, n);
         }
         stop.store(true, Ordering::Relaxed);
-        for reader in readers {
-            assert!(reader.join().unwrap() > 0);
+        for (thread, reads) in readers {
+            thread.join().unwrap();
+            assert!(reads.load(Ordering::Relaxed) >= 20);
         }
     }
 

@@ -9,13 +9,19 @@ use std::time::Duration;
 mod common;
 use common::call;
 
-fn start(dir: &Path, cache: &Path) -> common::Serving {
+/// `tnstore serve` over the component in `dir`, its agent answering after `echo_delay_ms`.
+fn start(dir: &Path, cache: &Path, echo_delay_ms: u64) -> common::Serving {
     let store = format!("wasm:builtin?dir={}", dir.display());
     // Durability across a kill, not recovery (which `recovery.rs` tests): interrupted Tasks
     // are left as they were.
     common::serve(
         &["--store", &store],
-        &["--echo-delay-ms", "300", "--recovery", "off"],
+        &[
+            "--echo-delay-ms",
+            &echo_delay_ms.to_string(),
+            "--recovery",
+            "off",
+        ],
         |c| {
             c.env("TOOLNEXUS_CACHE_DIR", cache);
         },
@@ -41,7 +47,10 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
 
     // Kill right after the submitted answer, once the agent is working, and after completion.
     for kill_after in ["submitted", "working", "completed"] {
-        let server = start(&dir, &cache);
+        // To be killed while working, the agent thinks for a minute: the Task cannot complete
+        // between two polls however slow they are.
+        let delay = if kill_after == "working" { 60_000 } else { 300 };
+        let server = start(&dir, &cache, delay);
         for i in 0..3 {
             let sent = call(&client, &server.url, "SendMessage",
                 json!({"configuration": {"blocking": false}, "message": {"role": "user", "messageId": "m", "parts": [{"kind": "text", "text": format!("{kill_after} {i}")}]}})).await;
@@ -53,7 +62,8 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
         }
         if kill_after != "submitted" {
             let (id, seen) = acknowledged.last_mut().unwrap();
-            for _ in 0..300 {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while std::time::Instant::now() < deadline {
                 let got = call(&client, &server.url, "GetTask", json!({"id": id})).await;
                 let state = got["result"]["status"]["state"]
                     .as_str()
@@ -72,7 +82,7 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
         }
         server.kill();
 
-        let restarted = start(&dir, &cache);
+        let restarted = start(&dir, &cache, 300);
         for (id, seen) in &acknowledged {
             let got = call(&client, &restarted.url, "GetTask", json!({"id": id})).await;
             let task = &got["result"];
