@@ -226,7 +226,8 @@ async fn a_cancel_by_another_writer_is_never_overwritten_by_the_agent() {
 async fn cancel_works_before_completion_and_is_refused_after() {
     let tmp = tempfile::tempdir().unwrap();
     for (name, store) in listing_stores(tmp.path()) {
-        let server = start(store, Duration::from_millis(400)).await;
+        // The cancel must land while the agent works: 2 s, on a loaded machine too.
+        let server = start(store, Duration::from_millis(2000)).await;
         let task = server.send("slow").await;
         let id = task["id"].as_str().unwrap();
         let canceled = server.call("CancelTask", json!({"id": id})).await;
@@ -235,7 +236,7 @@ async fn cancel_works_before_completion_and_is_refused_after() {
             "{name}: {canceled}"
         );
         // The agent finishing later must not resurrect it.
-        tokio::time::sleep(Duration::from_millis(600)).await;
+        tokio::time::sleep(Duration::from_millis(2200)).await;
         let after = server.call("GetTask", json!({"id": id})).await;
         assert_eq!(after["result"]["status"]["state"], "canceled", "{name}");
         let again = server.call("tasks/cancel", json!({"id": id})).await;

@@ -366,7 +366,8 @@ async fn streams_give_the_task_then_its_updates_and_end_at_completion() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn subscribing_follows_a_running_task_and_refuses_a_terminal_one() {
-    let server = start(slow(600)).await;
+    // Long enough that the subscribe lands while the Task runs, on a loaded machine too.
+    let server = start(slow(2000)).await;
     let sent = server
         .rpc(
             "1.0",
