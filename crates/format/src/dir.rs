@@ -761,32 +761,21 @@ impl DirStore {
         text: &[u8],
         replacing: Option<Stamp>,
     ) -> Result<Stamp, DirError> {
-        self.write_lock_text(lock, text, replacing)
-            .map_err(|source| DirError::Io {
-                op: "write",
-                file: lock.path.clone(),
-                source,
-            })?
-            .ok_or_else(|| lock_lost(lock, self.lease))
-    }
-
-    /// [`write_lock`](Self::write_lock)'s writes: the stamp, or `None` if the lock was renewed
-    /// and found taken over.
-    fn write_lock_text(
-        &self,
-        lock: &mut Lock,
-        text: &[u8],
-        replacing: Option<Stamp>,
-    ) -> io::Result<Option<Stamp>> {
-        lock.file.write_from_start(text)?;
+        // Captures `lock.path` alone, so `lock.file` stays free to write.
+        let io = |source| DirError::Io {
+            op: "write",
+            file: lock.path.clone(),
+            source,
+        };
+        lock.file.write_from_start(text).map_err(io)?;
         let first = text.first().copied().unwrap_or(b'{');
         let stamp_of = |file: &Writable| match replacing {
             Some(old) => stamp_apart(file, old, first),
             None => file.stamp(),
         };
-        let mut stamp = stamp_of(&lock.file)?;
+        let mut stamp = stamp_of(&lock.file).map_err(io)?;
         if self.durability == Durability::Full {
-            lock.file.sync_data()?;
+            lock.file.sync_data().map_err(io)?;
             #[cfg(test)]
             std::thread::sleep(self.slow_flush);
         }
@@ -799,14 +788,14 @@ impl DirStore {
         // record, which is never older than it is.
         if lock.acquired.elapsed() > self.lease / 4 {
             let renewed = std::time::Instant::now();
-            lock.file.rewrite_first(first)?;
-            stamp = stamp_of(&lock.file)?;
+            lock.file.rewrite_first(first).map_err(io)?;
+            stamp = stamp_of(&lock.file).map_err(io)?;
             if !lock.is_ours() {
-                return Ok(None);
+                return Err(lock_lost(lock, self.lease));
             }
             lock.acquired = renewed;
         }
-        Ok(Some(stamp))
+        Ok(stamp)
     }
 
     /// Replaces `target` with `contents`: a fresh temp file, written, flushed under full
