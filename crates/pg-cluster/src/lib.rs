@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 /// `1`: a test that cannot get a server fails instead of skipping.
 pub const REQUIRE_ENV: &str = "TOOLNEXUS_REQUIRE_POSTGRES";
 
+/// What the server logs when it cannot listen because its port is taken.
+const PORT_TAKEN: &str = "Address already in use";
+
 /// The superuser and password of the clusters (password authentication over TCP, so wrong
 /// credentials are refused as on a real server).
 pub const USER: &str = "toolnexus";
@@ -184,7 +187,7 @@ impl Cluster {
         // A free port can be taken between our probe and the server's bind: try a few.
         for _ in 0..5 {
             cluster.port = free_port().map_err(|e| format!("cannot find a free port: {e}"))?;
-            match cluster.resume() {
+            match cluster.start_once() {
                 Ok(()) => return Ok(cluster),
                 Err(e) => last_error = e,
             }
@@ -233,8 +236,25 @@ impl Cluster {
         }
     }
 
-    /// Starts the server again (after [`stop`](Self::stop)) on the same port and data.
+    /// Starts the server again (after [`stop`](Self::stop)) on the same port and data. Clients
+    /// know the server by its port, so while something else holds it (a connection of another
+    /// test's can be given it as its local port while the server is down) this retries, for up
+    /// to a minute.
     pub fn resume(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            match self.start_once() {
+                Err(e) if e.contains(PORT_TAKEN) && Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    /// Starts the server on its port, once, or why not (with [`PORT_TAKEN`] in the reason when
+    /// the port was taken).
+    fn start_once(&self) -> Result<(), String> {
         let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         if running.is_some() {
             return Ok(());
@@ -550,4 +570,35 @@ pub fn unique_table(prefix: &str) -> String {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server stopped for an outage test finds its port held by something else for a while
+    /// (a client's connection can be given it as its local port while it is free): `resume`
+    /// waits for the port instead of failing the test that stopped it.
+    #[test]
+    fn resume_waits_for_its_port_to_be_free_again() {
+        let cluster = match Cluster::start() {
+            Ok(cluster) => cluster,
+            Err(reason) => return unavailable(&reason, None).unwrap_or(()),
+        };
+        cluster.stop("fast");
+        let squatter = std::net::TcpListener::bind(("127.0.0.1", cluster.port()))
+            .expect("the stopped server's port is free");
+        let released = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_secs(2));
+            drop(squatter);
+        });
+        cluster
+            .resume()
+            .expect("the server starts once its port is free");
+        released.join().unwrap();
+        assert_eq!(
+            execute(&cluster.url(), "SELECT 1").unwrap(),
+            [[Some("1".to_owned())]]
+        );
+    }
 }
