@@ -1,7 +1,7 @@
 //! Real processes sharing one directory: concurrent writers, and writers killed mid-write.
 
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use toolnexus::wasm::FILE_STORE_COMPONENT;
@@ -197,23 +197,43 @@ impl Outcomes {
 async fn processes_racing_conditional_saves_have_one_winner_per_version() {
     let (_tmp, dir, _, [file_sel, wasm_sel]) = shared_dir();
     let tags = ["alpha", "bravo", "charlie", "delta"];
-    // Two native and two component racers on one id, from before it exists.
+    // Two native and two component racers on one id, from before it exists. Each loads its
+    // store, says `ready` and waits for the go, so they race however long the loading took (a
+    // native racer could otherwise be done before a component one has started).
     let mut children: Vec<_> = tags
         .iter()
         .enumerate()
         .map(|(i, tag)| {
             let selector = if i % 2 == 0 { &file_sel } else { &wasm_sel };
-            (
-                *tag,
-                spawn_racer(selector, "raced", tag, 150, LIVE_LEASE_MS),
-            )
+            let mut child = Command::new(RACER)
+                .args([
+                    selector,
+                    "raced",
+                    tag,
+                    "150",
+                    &LIVE_LEASE_MS.to_string(),
+                    "gate",
+                ])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("the racer helper starts");
+            let mut out = BufReader::new(child.stdout.take().unwrap());
+            let mut ready = String::new();
+            out.read_line(&mut ready).unwrap();
+            assert_eq!(ready.trim(), "ready", "racer {tag}");
+            (*tag, child, out)
         })
         .collect();
-    let mut outcomes = Outcomes::default();
-    for (tag, child) in &mut children {
-        outcomes.read(tag, child.stdout.take().unwrap());
+    for (_, child, _) in &mut children {
+        child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
     }
-    for (_, mut child) in children {
+    let mut outcomes = Outcomes::default();
+    for (tag, _, out) in &mut children {
+        outcomes.read(tag, out);
+    }
+    for (_, mut child, _) in children {
         assert!(child.wait().unwrap().success(), "a racer failed");
     }
     outcomes.check_chain();
