@@ -1,8 +1,8 @@
 //! Builds the test components and embeds them in the test library:
 //!
-//! - the hostile component (`components/hostile-fixture/`);
-//! - the lifecycle-guard middleware (`components/lifecycle-guard/`), and that guard composed at
-//!   build time over the file store (`components/file-store/`) into one component, the way `tn-compose` does.
+//! - the hostile component (`guest/hostile-fixture/`);
+//! - the lifecycle-guard middleware (`guest/lifecycle-guard/`), and that guard composed at
+//!   build time over the file store (`guest/file-store/`) into one component, the way `tn-compose` does.
 
 use toolnexus_build_support::build_component;
 

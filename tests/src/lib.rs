@@ -14,7 +14,7 @@ pub mod node;
 pub mod pg;
 pub mod suite;
 
-/// The hostile test component built from `components/hostile-fixture/` (see its crate docs for what each
+/// The hostile test component built from `guest/hostile-fixture/` (see its crate docs for what each
 /// id makes it do).
 pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hostile.wasm"));
 
@@ -32,7 +32,7 @@ pub fn is_limit(err: &toolnexus::StoreError, limit: toolnexus::Limit) -> bool {
     matches!(err, toolnexus::StoreError::LimitExceeded { limit: l, .. } if *l == limit)
 }
 
-/// The lifecycle-guard middleware (`components/lifecycle-guard/`), alone: it imports the
+/// The lifecycle-guard middleware (`guest/lifecycle-guard/`), alone: it imports the
 /// task-store interfaces, so it cannot be loaded as a store by itself.
 pub static LIFECYCLE_GUARD_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/lifecycle-guard.wasm"));

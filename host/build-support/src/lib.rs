@@ -30,7 +30,7 @@ pub fn build_component(package: &str, out_name: &str, override_var: &str) -> Pat
     let workspace = workspace_root(&manifest_dir);
     for input in [
         "components",
-        "crates/format",
+        "guest/format",
         "wit",
         "Cargo.lock",
         "Cargo.toml",

@@ -1,7 +1,7 @@
 //! The toolnexus on-disk Task format, written once and shared by every file-backed store.
 //!
 //! Both the native `FileTaskStore` (in `toolnexus-core`) and the file-store WebAssembly
-//! component (`components/file-store/`) are thin adapters over [`DirStore`], so the two produce
+//! component (`guest/file-store/`) are thin adapters over [`DirStore`], so the two produce
 //! byte-for-byte the same directory. The format itself is specified in `docs/on-disk-format.md`; this crate
 //! is its reference implementation:
 //!

@@ -1,4 +1,4 @@
-//! Builds the file-store component (`components/file-store/`) for `wasm32-wasip2` and embeds it in this crate,
+//! Builds the file-store component (`guest/file-store/`) for `wasm32-wasip2` and embeds it in this crate,
 //! so `WasmTaskStore::file_store`, the `wasm:builtin` selector and `tnstore component` work
 //! without a separate build step. Set `TOOLNEXUS_FILE_STORE_WASM=<path>` to embed a prebuilt
 //! component instead.

@@ -99,7 +99,7 @@ pub use cache::{CacheOutcome, default_cache_dir};
 pub use quota::{DEFAULT_DISK_QUOTA, ENTRY_BYTES};
 pub use selector::{BUILTIN_COMPONENT, WASM_OPTIONS, builder_from_selector};
 
-/// The file-store component built from `components/file-store/`, embedded at compile time.
+/// The file-store component built from `guest/file-store/`, embedded at compile time.
 pub static FILE_STORE_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/file_store.wasm"));
 
@@ -235,7 +235,7 @@ impl Default for Limits {
 /// Where a component comes from.
 #[derive(Debug, Clone)]
 pub enum ComponentSource {
-    /// The file store built from this repository's `components/file-store/` ([`FILE_STORE_COMPONENT`]).
+    /// The file store built from this repository's `guest/file-store/` ([`FILE_STORE_COMPONENT`]).
     BuiltinFileStore,
     /// A component file on disk.
     File(PathBuf),
