@@ -22,7 +22,14 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use toolnexus_format::dir::{DEFAULT_LOCK_LEASE, STALE_TEMP_AGE};
 use toolnexus_format::query::Timestamp;
+#[cfg(all(target_os = "wasi", target_env = "p2"))]
+use toolnexus_format::wasi_fs::set_host_refuses_special_files;
 use toolnexus_format::{DirError, DirStore, Durability, Expect};
+
+/// A native build (clippy, `cargo test --workspace`) only type-checks the component: there is no
+/// host to refuse anything.
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
+fn set_host_refuses_special_files(_refuses: bool) {}
 
 /// The granted directory, as the guest sees it.
 const ROOT: &str = "/";
@@ -168,13 +175,7 @@ impl Config for FileStore {
                     }
                 },
                 "answers-checked" => ANSWERS_CHECKED.store(flag(&name, &value)?, Ordering::Relaxed),
-                "special-files-refused" => {
-                    let refuses = flag(&name, &value)?;
-                    #[cfg(all(target_os = "wasi", target_env = "p2"))]
-                    toolnexus_format::wasi_fs::set_host_refuses_special_files(refuses);
-                    #[cfg(not(all(target_os = "wasi", target_env = "p2")))]
-                    let _ = refuses;
-                }
+                "special-files-refused" => set_host_refuses_special_files(flag(&name, &value)?),
                 _ => {}
             }
         }

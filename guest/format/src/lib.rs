@@ -10,7 +10,7 @@
 //! - [`state`]: the A2A task states in every protocol version's spelling, and which are terminal;
 //! - [`query`]: list filters and paging;
 //! - [`dir`]: atomic writes (unique temp file, flush, rename, directory sync), verified reads,
-//!   and the clean-up of temp files left behind by a crash;
+//!   version records, per-Task locks, and the clean-up of temp files left behind by a crash;
 //! - [`group`]: group commit, one flush shared by the callers waiting for one at the same time.
 //!
 //! It has no async runtime and no host-only dependency, so the components use it too (the
@@ -23,8 +23,11 @@ pub mod id;
 pub mod query;
 pub mod state;
 pub mod task;
+/// Inside a component: how the directory store reads and writes through `wasi:filesystem`.
 #[cfg(all(target_os = "wasi", target_env = "p2"))]
-pub mod wasi_fs;
+pub mod wasi_fs {
+    pub use crate::dir::set_host_refuses_special_files;
+}
 
 pub use dir::{DirError, DirStore, Durability, Expect};
 pub use id::{IdError, decode_file_name, encode_id};

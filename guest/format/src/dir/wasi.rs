@@ -1,5 +1,5 @@
-//! Reading and writing files inside a `wasm32-wasip2` component through `wasi:filesystem`
-//! directly.
+//! The directory store's file operations inside a `wasm32-wasip2` component, through
+//! `wasi:filesystem` directly.
 //!
 //! `std::fs` reaches the host through wasi-libc, where every `stat` is two host calls (`stat`
 //! and `metadata-hash`, which only fills in an inode number). Reading a Task file safely looks
@@ -13,15 +13,19 @@
 //! (`docs/security.md`, "Where calls run"), so that is where it counts.
 //!
 //! The files a save writes (its temp file, the lock, the version record it overwrites in place)
-//! go this way too ([`WasiWriter::write_all_at`], [`create_new`], [`open_for_update`]): one
+//! go this way too ([`Writer::write_from_start`], [`create_new`], [`open_for_update`]): one
 //! `write` of the whole text where wasi-libc's output stream takes a `check-write`, a `write` and
 //! a flush per 64 KiB, and a flush of a file's data that is one (`sync-data`), where Rust's
 //! standard library asks for `sync`, which also writes the file's metadata (its times) to disk.
 //! So does the flush of the directory ([`sync_dir`]), on the handle the host granted. Renames
-//! and removals stay on `std::fs` (one host call either way). A path beneath no preopened
-//! directory is left to `std::fs` ([`open`] and the others return `None`).
+//! and removals stay on `std::fs` (one host call either way).
+//!
+//! What the store does for itself natively the host does for every component, so none of it is
+//! done here: the host shares a directory's flush among all the instances syncing it, holds a
+//! replaced file open across a rename, and makes every file a component creates its owner's
+//! alone.
 
-use crate::dir::{Kind, Refused, Stamp};
+use super::stat::{Kind, Refused, Stamp};
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,19 +39,14 @@ thread_local! {
     static PREOPENS: Vec<(Descriptor, String)> = preopens::get_directories();
 }
 
-/// A regular file opened for reading (by [`open_for_update`], for writing too), with what
-/// `stat` said of it when it was opened.
-pub(crate) struct WasiFile {
+/// A regular file opened for reading (by [`open_for_update`], for writing too), with its stamp
+/// when it was opened.
+pub(super) struct Opened {
+    pub(super) stamp: Stamp,
     file: Descriptor,
-    pub(crate) stat: DescriptorStat,
 }
 
-impl WasiFile {
-    /// The file's stamp when it was opened.
-    pub(crate) fn stamp(&self) -> Stamp {
-        stamp(&self.stat)
-    }
-
+impl Opened {
     /// At most `limit` bytes from the start of the file, by positional `read`s: the length
     /// `stat` saw when the file was opened, asked for in one call, which is one system call
     /// where the host fills what it is asked for (the toolnexus host does).
@@ -58,8 +57,8 @@ impl WasiFile {
     /// file that shrank since is read to its end; one that grew is read as it was when it was
     /// opened. Only a file that `stat` saw empty is read until the host reports its end, 64 KiB
     /// at a time.
-    pub(crate) fn read_up_to(&self, limit: u64) -> io::Result<Vec<u8>> {
-        let seen = self.stat.size.min(limit);
+    pub(super) fn read_up_to(&self, limit: u64) -> io::Result<Vec<u8>> {
+        let seen = self.stamp.size.min(limit);
         let mut bytes = Vec::new();
         while (bytes.len() as u64) < limit {
             let got = bytes.len() as u64;
@@ -99,17 +98,57 @@ impl WasiFile {
     }
 
     /// The file, to write (opened by [`open_for_update`]).
-    pub(crate) fn into_writer(self) -> WasiWriter {
-        WasiWriter(self.file)
+    pub(super) fn into_writer(self) -> Writer {
+        Writer(self.file)
     }
 }
 
-/// A file opened for writing.
-pub(crate) struct WasiWriter(Descriptor);
+/// Opens `path` for reading if it is a regular file, never following a link and never opening
+/// anything else (a FIFO is refused before it is opened, by this code or by the host, so the
+/// open cannot block on it).
+pub(super) fn open_for_read(path: &Path) -> Result<Opened, Refused> {
+    beneath(path, |dir, rel| {
+        open_beneath(dir, rel, DescriptorFlags::READ)
+    })
+    .map_err(Refused::Io)?
+}
 
-impl WasiWriter {
-    /// Writes all of `bytes` at `offset`: one `write` unless the host writes less than asked.
-    pub(crate) fn write_all_at(&self, mut bytes: &[u8], mut offset: u64) -> io::Result<()> {
+/// Opens `path` for reading and writing if it is a regular file, refused as
+/// [`open_for_read`] refuses.
+pub(super) fn open_for_update(path: &Path) -> Result<Opened, Refused> {
+    beneath(path, |dir, rel| {
+        open_beneath(dir, rel, DescriptorFlags::READ | DescriptorFlags::WRITE)
+    })
+    .map_err(Refused::Io)?
+}
+
+/// Creates `path` for writing, failing if anything is there (`exclusive`, which never follows
+/// a link). Private to its owner by the host's doing, as every file a component creates.
+pub(super) fn create_new(path: &Path) -> io::Result<Writer> {
+    beneath(path, |dir, rel| {
+        dir.open_at(
+            PathFlags::empty(),
+            rel,
+            OpenFlags::CREATE | OpenFlags::EXCLUSIVE,
+            DescriptorFlags::WRITE,
+        )
+        .map(Writer)
+        .map_err(to_io)
+    })?
+}
+
+/// A file a save writes (its temp file, the lock, the version record it overwrites in place):
+/// one host call per write, and a flush of the data that is `sync-data`, not `sync`.
+pub(super) struct Writer(Descriptor);
+
+impl Writer {
+    /// Writes all of `bytes` from the start of the file: one `write` unless the host writes less
+    /// than asked.
+    pub(super) fn write_from_start(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.write_all_at(bytes, 0)
+    }
+
+    fn write_all_at(&self, mut bytes: &[u8], mut offset: u64) -> io::Result<()> {
         while !bytes.is_empty() {
             let written = self.0.write(bytes, offset).map_err(to_io)?;
             // More than was given would be a host fault; zero would loop for ever.
@@ -129,7 +168,7 @@ impl WasiWriter {
     }
 
     /// Flushes the file's data (and its length) to disk, not its times: `sync-data`.
-    pub(crate) fn sync_data(&self) -> io::Result<()> {
+    pub(super) fn sync_data(&self) -> io::Result<()> {
         self.0.sync_data().map_err(to_io)
     }
 
@@ -137,57 +176,74 @@ impl WasiWriter {
     /// device and inode into all 128 bits; jco's preview2-shim (the component in Node.js) puts
     /// the inode in the lower half and the modification time, which every write changes, in
     /// the upper.
-    pub(crate) fn identity(&self) -> io::Result<(u64, u64)> {
-        let hash = self.0.metadata_hash().map_err(to_io)?;
-        Ok((hash.lower, 0))
+    pub(super) fn identity(&self) -> Option<(u64, u64)> {
+        let hash = self.0.metadata_hash().ok()?;
+        Some((hash.lower, 0))
+    }
+
+    /// Writes the file's first byte again (`first`, the byte that is there): its content stays
+    /// as it is, its modification time moves to now.
+    pub(super) fn rewrite_first(&self, first: u8) -> io::Result<()> {
+        self.write_all_at(&[first], 0)
+    }
+
+    /// Leaves the modification time as it is: WASI `set-times` is not used, since jco's
+    /// preview2-shim sets those times in the wrong unit. Saves part stamps by
+    /// [`Writer::rewrite_first`] instead.
+    pub(super) fn set_modified_after(&self, _old: Stamp) -> io::Result<()> {
+        Ok(())
     }
 
     /// The file's stamp, as `stat` says now.
-    pub(crate) fn stamp(&self) -> io::Result<Stamp> {
+    pub(super) fn stamp(&self) -> io::Result<Stamp> {
         Ok(stamp(&self.0.stat().map_err(to_io)?))
     }
 }
 
-/// The identity of what `path` names, not followed, as [`WasiWriter::identity`] tells it.
-/// `None` if `path` is beneath no preopened directory.
-pub(crate) fn identity_at(path: &Path) -> Option<io::Result<(u64, u64)>> {
+/// The length and modification time (nanoseconds) of what `path` names, not followed: what
+/// `std::fs::symlink_metadata` would say of them, in one host call instead of two.
+pub(super) fn stamp_at(path: &Path) -> io::Result<Stamp> {
+    stamp_and_dir_of(path).map(|(stamp, _)| stamp)
+}
+
+/// The identity of what `path` names, not followed, as [`Writer::identity`] tells it.
+pub(super) fn identity_at(path: &Path) -> io::Result<(u64, u64)> {
     beneath(path, |dir, rel| {
         let hash = dir
             .metadata_hash_at(PathFlags::empty(), rel)
             .map_err(to_io)?;
         Ok((hash.lower, 0))
-    })
+    })?
 }
 
-/// Creates `path` for writing, failing if anything is there (`exclusive`, which never follows
-/// a link). `None` if `path` is beneath no preopened directory.
-pub(crate) fn create_new(path: &Path) -> Option<io::Result<WasiWriter>> {
-    beneath(path, |dir, rel| {
-        dir.open_at(
-            PathFlags::empty(),
-            rel,
-            OpenFlags::CREATE | OpenFlags::EXCLUSIVE,
-            DescriptorFlags::WRITE,
-        )
-        .map(WasiWriter)
-        .map_err(to_io)
-    })
+/// Nothing: the host's rename holds the file it replaces open across the rename.
+pub(super) type Held = ();
+
+/// The stamp of what is at `path` (not followed) and whether it is a directory, in one host
+/// call.
+pub(super) fn look_for_replace(path: &Path) -> (io::Result<(Stamp, bool)>, Held) {
+    (stamp_and_dir_of(path), ())
 }
 
-/// Opens `path` for reading and writing if it is a regular file, refused as [`open`] refuses.
-/// `None` if `path` is beneath no preopened directory.
-pub(crate) fn open_for_update(path: &Path) -> Option<Result<WasiFile, Refused>> {
+fn stamp_and_dir_of(path: &Path) -> io::Result<(Stamp, bool)> {
     beneath(path, |dir, rel| {
-        open_beneath(dir, rel, DescriptorFlags::READ | DescriptorFlags::WRITE)
-    })
+        let stat = dir.stat_at(PathFlags::empty(), rel).map_err(to_io)?;
+        Ok((stamp(&stat), stat.type_ == DescriptorType::Directory))
+    })?
+}
+
+/// Creates `dir` and any missing parents (WASI has no modes: the directory the host grants is
+/// its owner's alone already).
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    std::fs::DirBuilder::new().recursive(true).create(dir)
 }
 
 /// Flushes the directory `path` (its entries) to disk: `sync` on the granted directory's own
 /// handle when `path` is that directory and the host can sync that handle, else on a handle
 /// opened for it (jco's Node.js host answers `invalid` for the granted handle itself; an
 /// `io` error is never retried, since a second flush may report success for writes the first
-/// one lost). `None` if `path` is beneath no preopened directory.
-pub(crate) fn sync_dir(path: &Path) -> Option<io::Result<()>> {
+/// one lost).
+pub(super) fn sync_dir(path: &Path) -> io::Result<()> {
     beneath(path, |dir, rel| {
         if rel == "." {
             match dir.sync() {
@@ -203,48 +259,52 @@ pub(crate) fn sync_dir(path: &Path) -> Option<io::Result<()>> {
         )
         .and_then(|sub| sub.sync())
         .map_err(to_io)
-    })
+    })?
 }
 
-/// Opens `path` for reading if it is a regular file, never following a link and never opening
-/// anything else (a FIFO is refused before it is opened, by this code or by the host, so the
-/// open cannot block on it).
-/// `None` if `path` is beneath no preopened directory.
-pub(crate) fn open(path: &Path) -> Option<Result<WasiFile, Refused>> {
-    beneath(path, |dir, rel| {
-        open_beneath(dir, rel, DescriptorFlags::READ)
-    })
+/// A save's directory flush: just a `sync`. Inside one instance there is only one thread, so
+/// no one to share a flush with; the host shares a directory's flush among all the instances
+/// syncing it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct DirFlush;
+
+impl DirFlush {
+    /// Does `meanwhile` (a save flushing its version record), then flushes the directory `dir`.
+    /// An error of `meanwhile` comes first; the flush's is returned inside.
+    pub(super) fn sync_with<E>(
+        &self,
+        dir: &Path,
+        meanwhile: impl FnOnce() -> Result<(), E>,
+    ) -> Result<io::Result<()>, E> {
+        meanwhile()?;
+        Ok(sync_dir(dir))
+    }
 }
 
-/// The length and modification time (nanoseconds) of what `path` names, not followed: what
-/// `std::fs::symlink_metadata` would say of them, in one host call instead of two. `None` if
-/// `path` is beneath no preopened directory.
-pub(crate) fn stamp_of(path: &Path) -> Option<io::Result<Stamp>> {
-    stamp_and_dir_of(path).map(|found| found.map(|(stamp, _)| stamp))
-}
-
-/// Like [`stamp_of`], and whether `path` is a directory.
-pub(crate) fn stamp_and_dir_of(path: &Path) -> Option<io::Result<(Stamp, bool)>> {
-    beneath(path, |dir, rel| {
-        let stat = dir.stat_at(PathFlags::empty(), rel).map_err(to_io)?;
-        Ok((stamp(&stat), stat.type_ == DescriptorType::Directory))
-    })
-}
-
-/// `f` of the preopened directory `path` is beneath (the longest, as wasi-libc resolves it)
-/// and the rest of `path` under it.
-fn beneath<T>(path: &Path, f: impl FnOnce(&Descriptor, &str) -> T) -> Option<T> {
+/// `f` of the preopened directory `path` is beneath (the longest, as wasi-libc resolves it;
+/// a relative path from the current directory, as wasi-libc resolves it) and the rest of `path`
+/// under it. A path beneath no preopened directory is not found, as wasi-libc reports it.
+fn beneath<T>(path: &Path, f: impl FnOnce(&Descriptor, &str) -> T) -> io::Result<T> {
+    let absolute;
+    let path = if path.is_relative() {
+        absolute = std::env::current_dir()?.join(path);
+        absolute.as_path()
+    } else {
+        path
+    };
     PREOPENS.with(|preopens| {
         let (dir, rel) = preopens
             .iter()
             .filter_map(|(dir, name)| Some((dir, name, path.strip_prefix(name).ok()?)))
             .max_by_key(|(_, name, _)| name.len())
-            .map(|(dir, _, rel)| (dir, rel))?;
-        let rel = match rel.to_str()? {
-            "" => ".",
-            rel => rel,
+            .map(|(dir, _, rel)| (dir, rel))
+            .ok_or_else(|| io::Error::from_raw_os_error(libc::ENOENT))?;
+        let rel = match rel.to_str() {
+            Some("") => ".",
+            Some(rel) => rel,
+            None => return Err(io::Error::from_raw_os_error(libc::EILSEQ)),
         };
-        Some(f(dir, rel))
+        Ok(f(dir, rel))
     })
 }
 
@@ -261,7 +321,7 @@ pub fn set_host_refuses_special_files(refuses: bool) {
     HOST_REFUSES_SPECIAL_FILES.store(refuses, Ordering::Relaxed);
 }
 
-fn open_beneath(dir: &Descriptor, rel: &str, flags: DescriptorFlags) -> Result<WasiFile, Refused> {
+fn open_beneath(dir: &Descriptor, rel: &str, flags: DescriptorFlags) -> Result<Opened, Refused> {
     let look = || -> Result<(), Refused> {
         let named = dir
             .stat_at(PathFlags::empty(), rel)
@@ -287,7 +347,10 @@ fn open_beneath(dir: &Descriptor, rel: &str, flags: DescriptorFlags) -> Result<W
         })?;
     let stat = file.stat().map_err(|e| Refused::Io(to_io(e)))?;
     regular(stat.type_)?;
-    Ok(WasiFile { file, stat })
+    Ok(Opened {
+        stamp: stamp(&stat),
+        file,
+    })
 }
 
 /// The length and modification time that `stat` reported; the time in nanoseconds since the

@@ -1,0 +1,194 @@
+//! The directory store's file operations on a native system that is not Unix: `std::fs` alone.
+//! There a read looks at a name before it opens it (no `O_NOFOLLOW`), a lock's identity cannot
+//! be told (its stamp tells it instead), nothing is held across a rename and files get the
+//! modes the system gives them. Saves still share their directory flushes ([`DirFlush`]).
+
+use super::stat::{Kind, Refused, Stamp};
+use crate::group::SharedFlush;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, Write};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// A regular file opened for reading (by [`open_for_update`], for writing too), with its stamp
+/// when it was opened.
+pub(super) struct Opened {
+    pub(super) stamp: Stamp,
+    file: File,
+}
+
+impl Opened {
+    /// At most `limit` bytes from the start of the file: the length its `stat` saw when it was
+    /// opened (see the Unix version); a file `stat` saw empty is read to its end.
+    pub(super) fn read_up_to(&self, limit: u64) -> io::Result<Vec<u8>> {
+        let (limit, expected) = match self.stamp.size.min(limit) {
+            0 => (limit, 0),
+            seen => (seen, seen),
+        };
+        let mut bytes = Vec::with_capacity(expected as usize);
+        (&self.file).take(limit).read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// The file, to write (opened by [`open_for_update`]).
+    pub(super) fn into_writer(self) -> Writer {
+        Writer(self.file)
+    }
+}
+
+/// Opens `path` for reading if it is a regular file. What the name is gets looked at first,
+/// so a link or a FIFO is refused without opening what it names.
+pub(super) fn open_for_read(path: &Path) -> Result<Opened, Refused> {
+    open_regular(path, OpenOptions::new().read(true))
+}
+
+/// Opens `path` for reading and writing if it is a regular file, refused as
+/// [`open_for_read`] refuses.
+pub(super) fn open_for_update(path: &Path) -> Result<Opened, Refused> {
+    open_regular(path, OpenOptions::new().read(true).write(true))
+}
+
+fn open_regular(path: &Path, options: &OpenOptions) -> Result<Opened, Refused> {
+    let named = fs::symlink_metadata(path).map_err(Refused::Io)?.file_type();
+    if !named.is_file() {
+        return Err(Refused::Kind(kind_of(named)));
+    }
+    let file = options.open(path).map_err(Refused::Io)?;
+    let meta = file.metadata().map_err(Refused::Io)?;
+    if !meta.is_file() {
+        return Err(Refused::Kind(kind_of(meta.file_type())));
+    }
+    Ok(Opened {
+        stamp: stamp_of(&meta),
+        file,
+    })
+}
+
+/// Creates `path` for writing, failing if anything is there.
+pub(super) fn create_new(path: &Path) -> io::Result<Writer> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map(Writer)
+}
+
+/// A file a save writes (its temp file, the lock, the version record it overwrites in place).
+pub(super) struct Writer(File);
+
+impl Writer {
+    /// Writes all of `bytes` from the start of the file.
+    pub(super) fn write_from_start(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.0.seek(io::SeekFrom::Start(0))?;
+        self.0.write_all(bytes)
+    }
+
+    /// Flushes the file's data (and length) to disk.
+    pub(super) fn sync_data(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+
+    /// The file's identity cannot be told here.
+    pub(super) fn identity(&self) -> Option<(u64, u64)> {
+        None
+    }
+
+    /// Writes the file's first byte again (`first`, the byte that is there): its content stays
+    /// as it is, its modification time moves to now.
+    pub(super) fn rewrite_first(&self, first: u8) -> io::Result<()> {
+        let mut file: &File = &self.0;
+        file.seek(io::SeekFrom::Start(0))?;
+        file.write_all(&[first])?;
+        file.seek(io::SeekFrom::End(0)).map(|_| ())
+    }
+
+    /// Sets the file's modification time 1 ns past `old`'s.
+    pub(super) fn set_modified_after(&self, old: Stamp) -> io::Result<()> {
+        match u64::try_from(old.mtime_ns + 1) {
+            Ok(ns) => self
+                .0
+                .set_modified(SystemTime::UNIX_EPOCH + Duration::from_nanos(ns)),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// The file's stamp as it is now.
+    pub(super) fn stamp(&self) -> io::Result<Stamp> {
+        self.0.metadata().map(|meta| stamp_of(&meta))
+    }
+}
+
+/// The stamp in `meta`: length and modification time in nanoseconds since the epoch (-1 where
+/// the file system keeps none).
+pub(super) fn stamp_of(meta: &fs::Metadata) -> Stamp {
+    let mtime_ns = meta
+        .modified()
+        .ok()
+        .and_then(|m| m.duration_since(SystemTime::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(-1);
+    Stamp {
+        size: meta.len(),
+        mtime_ns,
+    }
+}
+
+fn kind_of(kind: fs::FileType) -> Kind {
+    if kind.is_symlink() {
+        Kind::Link
+    } else if kind.is_dir() {
+        Kind::Dir
+    } else {
+        Kind::Other
+    }
+}
+
+/// The stamp of what `path` names, not followed.
+pub(super) fn stamp_at(path: &Path) -> io::Result<Stamp> {
+    fs::symlink_metadata(path).map(|meta| stamp_of(&meta))
+}
+
+/// Identities cannot be told here ([`Writer::identity`] has none to compare with).
+pub(super) fn identity_at(_path: &Path) -> io::Result<(u64, u64)> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+
+/// Nothing is held across a rename here.
+pub(super) type Held = ();
+
+/// The stamp of what is at `path` (not followed) and whether it is a directory.
+pub(super) fn look_for_replace(path: &Path) -> (io::Result<(Stamp, bool)>, Held) {
+    let found = fs::symlink_metadata(path).map(|meta| (stamp_of(&meta), meta.is_dir()));
+    (found, ())
+}
+
+/// Creates `dir` and any missing parents; a directory that exists is left as it is.
+pub fn create_private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().recursive(true).create(dir)
+}
+
+/// Flushes the directory `dir` (its entries) to disk.
+pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// The directory flushes of saves, shared by the saves (of one store and its clones) waiting
+/// for one at the same time ([`SharedFlush`]: group commit).
+#[derive(Debug, Clone, Default)]
+pub(super) struct DirFlush(Arc<SharedFlush>);
+
+impl DirFlush {
+    /// Flushes the directory `dir`, shared with the saves into it that wait for a flush at the
+    /// same time, doing `meanwhile` while the flush this call waits for may already run. An
+    /// error of `meanwhile` comes first; the flush's is returned inside.
+    pub(super) fn sync_with<E>(
+        &self,
+        dir: &Path,
+        meanwhile: impl FnOnce() -> Result<(), E>,
+    ) -> Result<io::Result<()>, E> {
+        let mut other = Ok(());
+        let synced = self.0.run(|| sync_dir(dir), || other = meanwhile());
+        other.map(|()| synced)
+    }
+}
