@@ -1,7 +1,8 @@
 //! The suites every toolnexus task store must pass, and the helpers they share.
 //!
-//! `tests/conformance.rs` runs [`suite`] against the memory, native file and component stores;
-//! other files in `tests/` cover what only some stores have (files on disk, processes, selectors).
+//! The `tests/all/` test binary runs [`suite`] against the memory, native file and component
+//! stores (`conformance.rs`), and on PostgreSQL (`postgres.rs`); its other modules cover what
+//! only some stores have (files on disk, processes, selectors).
 //! A store supplied by a host can reuse the suite: implement [`StoreFactory`] and call the
 //! functions in [`suite`].
 
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolnexus::{Task, TaskStore};
 
+pub mod a2a_client;
 pub mod node;
 pub mod pg;
 pub mod suite;
@@ -43,7 +45,7 @@ pub static GUARDED_FILE_STORE_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/guarded-file-store.wasm"));
 
 /// Calls `$callback!(case, case, …)` with the name of every behaviour in [`suite`], so each
-/// store's test file instantiates the whole suite from this one list and a new behaviour runs
+/// store's test module instantiates the whole suite from this one list and a new behaviour runs
 /// against every store:
 ///
 /// ```text

@@ -1,5 +1,5 @@
 //! The JavaScript side of toolnexus, built and ready for Rust code to drive: the harness behind
-//! `tests/js_store.rs` and the `tn-js-figures` benchmark (`bench/src/js_figures.rs`).
+//! `tests/all/js_store.rs` and the `tn-js-figures` benchmark (`bench/src/js_figures.rs`).
 //!
 //! [`Js::build`] (or, shared by every test of a process, [`js`]) needs Node.js
 //! [`MIN_NODE_MAJOR`]+ and npm on `PATH`. It installs `js/node_modules` with `npm ci` (only when
@@ -221,7 +221,7 @@ pub fn parse_lines(out: &str) -> Vec<Option<Task>> {
 /// Found by walking up from the executable to the first directory holding `CACHEDIR.TAG`, the
 /// file cargo writes at the root of every target directory (and only there: never in
 /// `<profile>/` or `deps/`). That holds wherever the executable sits below it: a test binary in
-/// `<target>/<profile>/deps/js_store-…`, a binary in `<target>/<profile>/tn-js-figures`, either
+/// `<target>/<profile>/deps/all-…`, a binary in `<target>/<profile>/tn-js-figures`, either
 /// under `<target>/<triple>/` when cross-compiling, and a target directory moved by
 /// `CARGO_TARGET_DIR` or `build.target-dir` (which cargo does not pass to what it runs, so the
 /// executable's location is the one reliable source). Only if the executable is not in a target

@@ -1,5 +1,5 @@
-//! The behaviours every store must have. Each function is one behaviour; `tests/conformance.rs`
-//! instantiates all of them for each store.
+//! The behaviours every store must have. Each function is one behaviour;
+//! `tests/all/conformance.rs` instantiates all of them for each store.
 
 use crate::{StoreFactory, state, task, vectors};
 use serde_json::json;

@@ -25,7 +25,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use toolnexus_conformance::pg::{self, TableGuard};
 
-mod common;
+use crate::common;
 
 const PYTHON_ENV: &str = "TOOLNEXUS_PYTHON";
 const REQUIRE_ENV: &str = "TOOLNEXUS_REQUIRE_PYTHON_SDK";
@@ -168,27 +168,31 @@ fn run_limited(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start the interpreter: {e}"))?;
+    // Each pipe reaches its end when the interpreter exits (or closes it): that is the event
+    // waited for, up to `limit`.
+    let (closed, pipe_closed) = std::sync::mpsc::channel();
     let drain = |mut pipe: Box<dyn Read + Send>| {
+        let closed = closed.clone();
         std::thread::spawn(move || {
             let mut text = String::new();
             let _ = pipe.read_to_string(&mut text);
+            let _ = closed.send(());
             text
         })
     };
     let stdout = drain(Box::new(child.stdout.take().unwrap()));
     let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break Some(status);
-        }
-        if started.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let deadline = Instant::now() + limit;
+    let ended = (0..2).all(|_| {
+        pipe_closed
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .is_ok()
+    });
+    if !ended {
+        let _ = child.kill();
+    }
+    let status = child.wait().map_err(|e| e.to_string())?;
+    let status = ended.then_some(status);
     let (stdout, mut stderr) = (stdout.join().unwrap(), stderr.join().unwrap());
     if status.is_none() {
         stderr.push_str(&format!("\n(killed after {}s)", limit.as_secs()));

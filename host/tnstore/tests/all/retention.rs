@@ -6,8 +6,8 @@ use std::path::Path;
 use std::process::Output;
 use std::time::{Duration, SystemTime};
 
-mod common;
-use common::{call, poll_task};
+use crate::common;
+use crate::common::{call, poll_task, wait_for_state};
 
 /// Long before any `--older-than 1h`.
 const OLD: &str = "2020-01-01T00:00:00.000Z";
@@ -245,9 +245,5 @@ async fn serve_retain_deletes_old_terminal_tasks_in_the_background() {
         .as_str()
         .expect("acknowledged")
         .to_owned();
-    let (last, done) = poll_task(&client, &url, &id, 500, |got| {
-        got["result"]["status"]["state"] == "completed"
-    })
-    .await;
-    assert!(done, "{last}");
+    wait_for_state(&client, &url, &id, "completed").await;
 }

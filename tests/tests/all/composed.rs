@@ -1,6 +1,6 @@
 //! The lifecycle-guard middleware, composed over the file store into one component.
 //!
-//! `conformance.rs` runs the whole suite against the composed component (`guarded`); this file
+//! `conformance.rs` runs the whole suite against the composed component (`guarded`); this module
 //! covers what only the guard does, and composition itself.
 
 use serde_json::json;

@@ -1,9 +1,6 @@
-//! What the process tests of `tnstore serve` share: starting it and calling it.
+//! What the tests of the `tnstore` process share: running it, starting `tnstore serve` and
+//! calling it.
 
-// Each test file compiles this module and uses part of it.
-#![allow(dead_code)]
-
-use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
@@ -62,19 +59,7 @@ pub fn serve(
     Serving { child, url, banner }
 }
 
-/// One JSON-RPC call; the whole response.
-pub async fn call(client: &reqwest::Client, url: &str, method: &str, params: Value) -> Value {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    client
-        .post(url)
-        .json(&body)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
+pub use toolnexus_conformance::a2a_client::{call, wait_for_state};
 
 /// Runs `tnstore <args>` to its end with `stdin` as its input (after `configure` has set
 /// anything else on the command); its exit status and output.
@@ -100,17 +85,19 @@ pub fn run(
 }
 
 /// Polls `GetTask` until `done` holds for the answer (the whole response), at most `tries`
-/// times 20 ms apart; the last answer, and whether `done` held.
+/// times 20 ms apart; the last answer, and whether `done` held. Only for what no stream
+/// announces, such as a Task deleted in the background; a Task reaching a state is waited for
+/// with [`wait_for_state`].
 pub async fn poll_task(
     client: &reqwest::Client,
     url: &str,
     id: &str,
     tries: usize,
-    done: impl Fn(&Value) -> bool,
-) -> (Value, bool) {
-    let mut last = Value::Null;
+    done: impl Fn(&serde_json::Value) -> bool,
+) -> (serde_json::Value, bool) {
+    let mut last = serde_json::Value::Null;
     for _ in 0..tries {
-        last = call(client, url, "GetTask", json!({"id": id})).await;
+        last = call(client, url, "GetTask", serde_json::json!({"id": id})).await;
         if done(&last) {
             return (last, true);
         }

@@ -7,12 +7,12 @@
 //! The server is `TOOLNEXUS_TEST_POSTGRES_URL`, or a throwaway cluster; without one the tests
 //! print `SKIPPED: …` and pass, unless `TOOLNEXUS_REQUIRE_POSTGRES=1`, where that fails.
 
-mod support;
+use crate::support;
 
+use crate::support::{Server, execute, unique_table};
 use serde_json::json;
 use std::collections::HashSet;
 use std::sync::Arc;
-use support::{Server, execute, unique_table};
 use toolnexus_core::{
     Blame, Expect, InMemoryTaskStore, ListQuery, StoreError, Task, TaskPage, TaskStore,
 };
@@ -196,22 +196,6 @@ async fn versions_start_at_one_and_grow_by_one_with_every_save() {
     let (back, version) = store.get_versioned("odd\u{0}id").await.unwrap().unwrap();
     assert_eq!((back.as_json(), version), (odd.as_json(), 2));
     assert_eq!(store.get_versioned("t").await.unwrap().unwrap().1, 2);
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn save_if_compares_documents_over_versions() {
-    let Some(server) = support::server() else {
-        return;
-    };
-    let table = Table::new(&server, "save_if");
-    let store = table.store().await;
-    let a = task(json!({"id": "t", "status": {"state": "working"}}));
-    let b = task(json!({"id": "t", "status": {"state": "completed"}}));
-    assert!(store.save_if(&a, None).await.unwrap());
-    assert!(!store.save_if(&a, None).await.unwrap());
-    assert!(!store.save_if(&b, Some(&b)).await.unwrap());
-    assert!(store.save_if(&b, Some(&a)).await.unwrap());
-    assert_eq!(store.get_versioned("t").await.unwrap(), Some((b, 2)));
 }
 
 /// `writers` tasks across `stores` (each a pool of its own) make the same conditional save of

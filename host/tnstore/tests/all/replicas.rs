@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use std::time::Duration;
 use toolnexus_conformance::pg::{self, TableGuard};
 
-mod common;
+use crate::common;
 
 /// One replica: `tnstore serve` on a port of its own; killed when dropped.
 struct Replica {
@@ -39,18 +39,10 @@ impl Replica {
         common::call(&reqwest::Client::new(), &self.serving.url, method, params).await
     }
 
-    /// Polls GetTask until the Task is in `state` (the other replica's agent works in the
-    /// background); panics if it never gets there.
+    /// Waits until the Task is in `state` (the other replica's agent works in the background)
+    /// and returns it as this replica reads it; panics if it never gets there.
     async fn wait_for(&self, id: &str, state: &str) -> Value {
-        let mut last = Value::Null;
-        for _ in 0..1000 {
-            last = self.call("GetTask", json!({"id": id})).await;
-            if last["result"]["status"]["state"] == state {
-                return last["result"].clone();
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        panic!("{id} never reached {state}: {last}");
+        common::wait_for_state(&reqwest::Client::new(), &self.serving.url, id, state).await
     }
 }
 

@@ -7,8 +7,6 @@
 //! When no cluster can be started a test prints why and returns (a skip), unless
 //! `TOOLNEXUS_REQUIRE_POSTGRES=1` (CI), where that is a failure.
 
-#![allow(dead_code, unused_imports)]
-
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };

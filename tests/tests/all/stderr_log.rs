@@ -1,5 +1,10 @@
 //! A component's stderr is discarded unless the debug option forwards it to the host's
-//! `tracing` log. (Its own test binary: it installs a global subscriber.)
+//! `tracing` log.
+//!
+//! Forwarded lines can reach a subscriber from any thread, so these tests install one global
+//! subscriber for the whole test binary; it records only component log lines
+//! ([`COMPONENT_TARGET`]), and each test looks only at the lines of components named after it,
+//! so other tests running beside them (and their components) cannot disturb what they see.
 
 use std::sync::{Arc, Mutex};
 use toolnexus::TaskStore;
@@ -9,7 +14,10 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
-/// Records (target, component field, message) of every event.
+/// The `tracing` target of the lines a component writes to its stderr.
+const COMPONENT_TARGET: &str = "toolnexus::component";
+
+/// Records (target, component field, message) of every component log line.
 #[derive(Clone, Default)]
 struct Capture(Arc<Mutex<Vec<(String, String, String)>>>);
 
@@ -29,8 +37,8 @@ impl Visit for Fields {
 }
 
 impl Subscriber for Capture {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
+    fn enabled(&self, metadata: &Metadata<'_>) -> bool {
+        metadata.target() == COMPONENT_TARGET
     }
     fn new_span(&self, _: &Attributes<'_>) -> Id {
         Id::from_u64(1)
@@ -53,7 +61,7 @@ impl Subscriber for Capture {
     fn exit(&self, _: &Id) {}
 }
 
-/// The one global subscriber of this test binary.
+/// The one global subscriber of this test binary, installed by whichever test comes first.
 fn capture() -> &'static Capture {
     static CAPTURE: std::sync::OnceLock<Capture> = std::sync::OnceLock::new();
     CAPTURE.get_or_init(|| {
@@ -70,13 +78,9 @@ fn from_component(capture: &Capture, name: &str) -> Vec<(String, String, String)
         .lock()
         .unwrap()
         .iter()
-        .filter(|(target, component, _)| target == "toolnexus::component" && component == name)
+        .filter(|(target, component, _)| target == COMPONENT_TARGET && component == name)
         .cloned()
         .collect()
-}
-
-fn hostile(forward: bool, dir: &std::path::Path) -> WasmTaskStore {
-    named_hostile("hostile.wasm", forward, dir)
 }
 
 fn named_hostile(name: &str, forward: bool, dir: &std::path::Path) -> WasmTaskStore {
@@ -96,22 +100,22 @@ async fn stderr_reaches_the_log_only_when_forwarded() {
     let capture = capture();
     let tmp = tempfile::tempdir().unwrap();
 
-    let quiet = hostile(false, tmp.path());
+    let quiet = named_hostile("stderr-log.wasm", false, tmp.path());
     assert_eq!(quiet.get("stderr").await.unwrap(), None);
     drop(quiet); // instances (and their streams) go away with the store
     assert!(
-        from_component(capture, "hostile.wasm").is_empty(),
+        from_component(capture, "stderr-log.wasm").is_empty(),
         "stderr is discarded by default"
     );
 
-    let loud = hostile(true, tmp.path());
+    let loud = named_hostile("stderr-log.wasm", true, tmp.path());
     assert_eq!(loud.get("stderr").await.unwrap(), None);
     drop(loud);
-    let lines = from_component(capture, "hostile.wasm");
+    let lines = from_component(capture, "stderr-log.wasm");
     assert!(
         lines
             .iter()
-            .any(|(_, component, message)| component == "hostile.wasm"
+            .any(|(_, component, message)| component == "stderr-log.wasm"
                 && message == "hostile component says hello on stderr"),
         "{lines:?}"
     );
@@ -121,12 +125,12 @@ async fn stderr_reaches_the_log_only_when_forwarded() {
 async fn forwarded_stderr_cannot_forge_log_lines_or_drive_a_terminal() {
     let capture = capture();
     let tmp = tempfile::tempdir().unwrap();
-    let loud = named_hostile("hostile-ctrl.wasm", true, tmp.path());
+    let loud = named_hostile("stderr-log-ctrl.wasm", true, tmp.path());
     assert_eq!(loud.get("stderr-ctrl").await.unwrap(), None);
     drop(loud);
     // Each stderr line is one event, attributed to the component; what a line holds cannot
     // end it early, move the cursor or reorder text.
-    let lines = from_component(capture, "hostile-ctrl.wasm");
+    let lines = from_component(capture, "stderr-log-ctrl.wasm");
     let messages: Vec<&str> = lines.iter().map(|(_, _, m)| m.as_str()).collect();
     assert_eq!(messages.len(), 2, "{messages:?}");
     for message in &messages {

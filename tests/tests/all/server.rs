@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolnexus::{InMemoryTaskStore, ListQuery, StoreError, Task, TaskPage, TaskStore};
 use toolnexus_a2a::{EchoAgent, ServerConfig, codes, serve};
+use toolnexus_conformance::a2a_client::wait_for_state;
 use toolnexus_conformance::listing_stores;
 
 struct Server {
@@ -62,15 +63,9 @@ impl Server {
         body["result"].clone()
     }
 
+    /// Waits until Task `id` is in `state` (following its subscription stream); the Task.
     async fn wait_for(&self, id: &str, state: &str) -> Value {
-        for _ in 0..500 {
-            let task = self.call("GetTask", json!({"id": id})).await["result"].clone();
-            if task["status"]["state"] == state {
-                return task;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("task {id} never reached {state}");
+        wait_for_state(&self.client, &self.url, id, state).await
     }
 }
 
@@ -145,10 +140,28 @@ async fn every_state_transition_goes_through_the_supplied_store() {
 
 /// A store shared with another writer (think: a second replica) that cancels the Task right
 /// after this server reads it as `working`, before the agent's result is saved: the worst
-/// moment for a read-modify-write.
+/// moment for a read-modify-write. It tells the test each step as it happens.
 struct CanceledBehindOurBack {
     inner: InMemoryTaskStore,
     armed: std::sync::atomic::AtomicBool,
+    /// A save of the Task as `working` landed: the agent is at work.
+    working_saved: tokio::sync::Notify,
+    /// The other writer's cancel landed, right after a read of the Task as `working`.
+    canceled: tokio::sync::Notify,
+    cancel_landed: std::sync::atomic::AtomicBool,
+    /// A save after the cancel (the agent's result) was answered, whatever the answer.
+    result_tried: tokio::sync::Notify,
+}
+
+impl CanceledBehindOurBack {
+    /// Tells the test what a save of `task` that was just answered means.
+    fn saved(&self, task: &Task, landed: bool) {
+        if self.cancel_landed.load(std::sync::atomic::Ordering::SeqCst) {
+            self.result_tried.notify_one();
+        } else if landed && toolnexus::task_state(task) == "working" {
+            self.working_saved.notify_one();
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -162,18 +175,32 @@ impl TaskStore for CanceledBehindOurBack {
             let mut canceled = task.clone().into_value();
             canceled["status"] = json!({"state": "canceled"});
             self.inner.save(&Task::try_from(canceled)?).await?;
+            self.cancel_landed
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+            self.canceled.notify_one();
         }
         Ok(current)
     }
     async fn save(&self, task: &Task) -> Result<(), StoreError> {
-        self.inner.save(task).await
+        let saved = self.inner.save(task).await;
+        self.saved(task, saved.is_ok());
+        saved
     }
     async fn save_if(&self, task: &Task, expected: Option<&Task>) -> Result<bool, StoreError> {
-        self.inner.save_if(task, expected).await
+        let saved = self.inner.save_if(task, expected).await;
+        self.saved(task, matches!(saved, Ok(true)));
+        saved
     }
     fn describe(&self) -> String {
         "memory shared with another writer".into()
     }
+}
+
+/// Waits for `event`, at most 30 s (a loaded machine too); panics with `what` if it never comes.
+async fn happens(event: &tokio::sync::Notify, what: &str) {
+    tokio::time::timeout(Duration::from_secs(30), event.notified())
+        .await
+        .unwrap_or_else(|_| panic!("{what}"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -181,6 +208,10 @@ async fn a_cancel_by_another_writer_is_never_overwritten_by_the_agent() {
     let store = Arc::new(CanceledBehindOurBack {
         inner: InMemoryTaskStore::new(),
         armed: std::sync::atomic::AtomicBool::new(false),
+        working_saved: tokio::sync::Notify::new(),
+        canceled: tokio::sync::Notify::new(),
+        cancel_landed: std::sync::atomic::AtomicBool::new(false),
+        result_tried: tokio::sync::Notify::new(),
     });
     let server = start(
         Arc::clone(&store) as Arc<dyn TaskStore>,
@@ -189,29 +220,18 @@ async fn a_cancel_by_another_writer_is_never_overwritten_by_the_agent() {
     .await;
     let task = server.send("race me").await;
     let id = task["id"].as_str().unwrap().to_owned();
-    // Wait (on the store itself, not through the server) until the agent is working, then arm.
-    for _ in 0..500 {
-        let current = store.inner.get(&id).await.unwrap().unwrap();
-        if toolnexus::task_state(&current) == "working" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    // Once the agent is working (its save said so), arm.
+    happens(&store.working_saved, "the agent never started working").await;
     store.armed.store(true, std::sync::atomic::Ordering::SeqCst);
     // The agent finishes, reads `working` (and the other writer cancels right then), and must
     // then see its compare-and-set fail, re-read, and leave the cancel alone.
-    for _ in 0..200 {
-        if !store.armed.load(std::sync::atomic::Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(
-        !store.armed.load(std::sync::atomic::Ordering::SeqCst),
-        "the agent never read the Task as working"
-    );
-    // A lost update would land right after that read; give it ample time to show.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    happens(&store.canceled, "the agent never read the Task as working").await;
+    // A lost update would be the agent's save of its result, right after that read.
+    happens(
+        &store.result_tried,
+        "the agent never tried to save its result",
+    )
+    .await;
     let fin = store.inner.get(&id).await.unwrap().unwrap();
     assert_eq!(toolnexus::task_state(&fin), "canceled", "{fin:?}");
     assert!(

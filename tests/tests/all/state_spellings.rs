@@ -8,6 +8,7 @@ use std::sync::Arc;
 use toolnexus::state::TaskState;
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
 use toolnexus::{InMemoryTaskStore, ListQuery, StoreError, TaskStore};
+use toolnexus_conformance::a2a_client::call;
 use toolnexus_conformance::{GUARDED_FILE_STORE_COMPONENT, listing_stores, task};
 use toolnexus_lifecycle_guard::{NextVersion, check_transition};
 
@@ -132,15 +133,7 @@ async fn the_server_refuses_to_cancel_a_task_terminal_in_any_spelling() {
         for (i, spelling) in spellings(state).into_iter().enumerate() {
             let id = format!("{}-{i}", state.v03_name());
             store.save(&task(with_state(&id, &spelling))).await.unwrap();
-            let body: Value = client
-                .post(&url)
-                .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "CancelTask", "params": {"id": id}}))
-                .send()
-                .await
-                .unwrap()
-                .json()
-                .await
-                .unwrap();
+            let body = call(&client, &url, "CancelTask", json!({"id": id})).await;
             if state.is_terminal() {
                 assert_eq!(
                     body["error"]["code"],

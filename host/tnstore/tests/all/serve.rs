@@ -6,8 +6,8 @@ use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
 
-mod common;
-use common::call;
+use crate::common;
+use crate::common::call;
 
 /// `tnstore serve` over the component in `dir`, its agent answering after `echo_delay_ms`.
 fn start(dir: &Path, cache: &Path, echo_delay_ms: u64) -> common::Serving {
@@ -48,7 +48,7 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
     // Kill right after the submitted answer, once the agent is working, and after completion.
     for kill_after in ["submitted", "working", "completed"] {
         // To be killed while working, the agent thinks for a minute: the Task cannot complete
-        // between two polls however slow they are.
+        // between the wait and the kill however slow they are.
         let delay = if kill_after == "working" { 60_000 } else { 300 };
         let server = start(&dir, &cache, delay);
         for i in 0..3 {
@@ -62,23 +62,8 @@ async fn acknowledged_tasks_survive_sigkill_and_restart() {
         }
         if kill_after != "submitted" {
             let (id, seen) = acknowledged.last_mut().unwrap();
-            let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while std::time::Instant::now() < deadline {
-                let got = call(&client, &server.url, "GetTask", json!({"id": id})).await;
-                let state = got["result"]["status"]["state"]
-                    .as_str()
-                    .unwrap()
-                    .to_owned();
-                if rank(&state) >= rank(kill_after) {
-                    *seen = state;
-                    break;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            assert_eq!(
-                seen, kill_after,
-                "the task reached {kill_after} before the kill"
-            );
+            let got = common::wait_for_state(&client, &server.url, id, kill_after).await;
+            *seen = got["status"]["state"].as_str().unwrap().to_owned();
         }
         server.kill();
 

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 use std::path::Path;
 
-mod common;
-use common::{call, poll_task};
+use crate::common;
+use crate::common::{call, wait_for_state};
 
 const INTERRUPTED: &str = "interrupted: the server stopped before this task finished";
 
@@ -38,11 +38,7 @@ async fn interrupt_and_restart(selector: &str, cache: &Path, restart_args: &[&st
         .as_str()
         .unwrap_or_else(|| panic!("acknowledged: {sent}"))
         .to_owned();
-    let (seen, working) = poll_task(&client, &first.url, &id, 500, |got| {
-        got["result"]["status"]["state"] == "working"
-    })
-    .await;
-    assert!(working, "the agent never started working: {seen}");
+    wait_for_state(&client, &first.url, &id, "working").await;
     first.kill();
 
     let restarted = start_server(selector, cache, restart_args);

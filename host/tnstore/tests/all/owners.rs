@@ -5,7 +5,8 @@
 use serde_json::{Value, json};
 use std::path::Path;
 
-mod common;
+use crate::common;
+use toolnexus_conformance::a2a_client::follow_until;
 
 const ALICE: &str = "alice-secret-token-0001";
 const BOB: &str = "bob-secret-token-000002";
@@ -105,18 +106,14 @@ async fn isolation_survives_a_kill(selector: &str, dir: &Path) {
         .await;
     assert_eq!(status, 404);
     // Wait for the agent to start, then SIGKILL mid-task.
-    let mut working = false;
-    for _ in 0..200 {
-        let (_, got) = first
-            .rest(Some(ALICE), "GET", &format!("/acme/tasks/{id}"), None)
-            .await;
-        if got["status"]["state"] == "TASK_STATE_WORKING" {
-            working = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(working, "the agent started");
+    let subscription = reqwest::Client::new()
+        .get(format!("{}/acme/tasks/{id}:subscribe", first.base))
+        .header("A2A-Version", "1.0")
+        .bearer_auth(ALICE);
+    assert!(
+        follow_until(subscription, "TASK_STATE_WORKING").await,
+        "the agent started"
+    );
     first.kill();
     // The restarted server recovers every namespace it serves: Alice's Task is failed.
     let second = Server::start(selector, &tokens, &cache);

@@ -6,11 +6,11 @@
 //! server configured for TLS). Without PostgreSQL the server tests print `SKIPPED: …` and pass,
 //! unless `TOOLNEXUS_REQUIRE_POSTGRES=1`, where that fails.
 
-mod support;
+use crate::support;
 
+use crate::support::{Ca, Cluster, PASSWORD};
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use std::path::Path;
-use support::{Ca, Cluster, PASSWORD};
 use toolnexus_core::{Blame, StoreError, Task, TaskStore};
 use toolnexus_postgres::{PostgresTaskStore, builder_from_selector};
 

@@ -1,26 +1,16 @@
 //! `tnstore` as a user runs it: a real process, real files, exit codes.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
-const TNSTORE: &str = env!("CARGO_BIN_EXE_tnstore");
+use crate::common::{self, TNSTORE};
 
+/// Runs `tnstore <args>` in `cwd` to its end, with `stdin` as its input.
 fn tnstore(cwd: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(TNSTORE)
-        .current_dir(cwd)
-        .args(args)
-        .env_remove("TNSTORE_STORE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tnstore starts");
-    let mut input = child.stdin.take().unwrap();
-    input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-    drop(input);
-    child.wait_with_output().unwrap()
+    common::run(args, stdin.unwrap_or(""), |c| {
+        c.current_dir(cwd);
+    })
 }
 
 fn stdout(o: &Output) -> String {

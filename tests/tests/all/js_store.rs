@@ -81,7 +81,7 @@ macro_rules! js_conformance_all {
     };
 }
 
-// The same cases as tests/conformance.rs runs against every Rust store.
+// The same cases as conformance.rs runs against every Rust store.
 toolnexus_conformance::for_each_case!(js_conformance_all);
 
 /// The shared vectors plus Tasks whose ids are hostile as file names (escapes, dots, NUL,

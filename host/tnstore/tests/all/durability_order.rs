@@ -26,7 +26,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const TNSTORE: &str = env!("CARGO_BIN_EXE_tnstore");
+use crate::common::TNSTORE;
+
 const REQUIRE_ENV: &str = "TOOLNEXUS_REQUIRE_STRACE";
 
 /// The system calls a save's durability depends on.

@@ -1,0 +1,13 @@
+//! `tnstore` as a real process, in one test binary: the command line, `tnstore serve` (restart
+//! recovery, owners and tenants, retention, replicas over one store), the system-call order of
+//! a durable save, and the official A2A Python SDK as a client.
+
+mod cli;
+mod common;
+mod durability_order;
+mod owners;
+mod python_sdk;
+mod recovery;
+mod replicas;
+mod retention;
+mod serve;
