@@ -28,13 +28,7 @@ pub fn build_component(package: &str, out_name: &str, override_var: &str) -> Pat
     }
 
     let workspace = workspace_root(&manifest_dir);
-    for input in [
-        "components",
-        "guest/format",
-        "wit",
-        "Cargo.lock",
-        "Cargo.toml",
-    ] {
+    for input in ["guest", "wit", "Cargo.lock", "Cargo.toml"] {
         let path = workspace.join(input);
         if path.exists() {
             println!("cargo::rerun-if-changed={}", path.display());
