@@ -1,21 +1,48 @@
-//! Loading a component: read its bytes, then the compiled form from this process's memo, the
-//! disk cache ([`crate::cache`]) or Cranelift, and check that it is a component of our world at
-//! a version this host speaks (0.2 or 0.1: which one decides how it is called), before anything
-//! is instantiated.
+//! Loading a component: the process-wide engine ([`engine`]), where a component comes from
+//! ([`ComponentSource`]), and its compiled form from this process's memo, the disk cache
+//! ([`crate::cache`]) or Cranelift ([`compile`]). Which world and version it targets is checked
+//! by its user (`task_store::version::check_world`) before anything is instantiated.
 
 use crate::cache::{self, CacheOutcome};
-use crate::{ComponentSource, ContractVersion, EPOCH_TICK, FILE_STORE_COMPONENT, STORE_PACKAGE};
+use crate::sandbox::deadline::{self, EPOCH_TICK};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::path::Path;
-use std::sync::{Mutex, OnceLock};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use wasmtime::component::Component;
-use wasmtime::{Config, Engine};
+use wasmtime::{Config, Engine, EngineWeak};
 
-/// The process-wide engine: one engine lets every store share compiled code, and one thread
-/// advances its epoch for every per-call deadline.
+/// The file-store component built from `guest/file-store/`, embedded at compile time.
+pub static FILE_STORE_COMPONENT: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/file_store.wasm"));
+
+/// Where a component comes from.
+#[derive(Debug, Clone)]
+pub enum ComponentSource {
+    /// The file store built from this repository's `guest/file-store/` ([`FILE_STORE_COMPONENT`]).
+    BuiltinFileStore,
+    /// A component file on disk.
+    File(PathBuf),
+    /// Component bytes already in memory; the string names it in errors.
+    Bytes { name: String, bytes: Arc<[u8]> },
+}
+
+impl ComponentSource {
+    pub(crate) fn name(&self) -> String {
+        match self {
+            ComponentSource::BuiltinFileStore => "builtin file-store".into(),
+            ComponentSource::File(path) => path.display().to_string(),
+            ComponentSource::Bytes { name, .. } => name.clone(),
+        }
+    }
+}
+
+/// The process-wide engine, made on first use.
+static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
+
+/// The process-wide engine: one engine lets every store share compiled code, and the epoch
+/// thread ([`tick_epoch_of`]) advances its epoch for every per-call deadline.
 pub(crate) fn engine() -> Result<&'static Engine, &'static String> {
-    static ENGINE: OnceLock<Result<Engine, String>> = OnceLock::new();
     ENGINE
         .get_or_init(|| {
             let mut config = Config::new();
@@ -23,21 +50,52 @@ pub(crate) fn engine() -> Result<&'static Engine, &'static String> {
             config.epoch_interruption(true);
             let engine = Engine::new(&config)
                 .map_err(|e| format!("cannot create the wasmtime engine: {e:#}"))?;
-            let weak = engine.weak();
-            std::thread::Builder::new()
-                .name("toolnexus-epoch".into())
-                .spawn(move || {
-                    while let Some(engine) = weak.upgrade() {
-                        engine.increment_epoch();
-                        drop(engine);
-                        crate::clock::fire_backstops();
-                        std::thread::sleep(EPOCH_TICK);
-                    }
-                })
-                .map_err(|e| format!("cannot start the epoch thread: {e}"))?;
+            tick_epoch_of(&engine)?;
             Ok(engine)
         })
         .as_ref()
+}
+
+/// Has the epoch thread advance `engine`'s epoch every [`EPOCH_TICK`] for as long as the engine
+/// lives, starting the thread if it is not running yet. Every engine a store runs on needs it,
+/// the process-wide one and an embedder's own (`crate::embed`): the per-call deadlines count
+/// on those ticks, and the same thread fires the backstops ([`deadline::fire_backstops`]).
+pub(crate) fn tick_epoch_of(engine: &Engine) -> Result<(), String> {
+    static TICKED: Mutex<Vec<EngineWeak>> = Mutex::new(Vec::new());
+    static THREAD: OnceLock<Result<(), String>> = OnceLock::new();
+    {
+        let mut ticked = TICKED.lock().unwrap_or_else(|e| e.into_inner());
+        let known = ticked
+            .iter()
+            .any(|weak| weak.upgrade().is_some_and(|e| Engine::same(&e, engine)));
+        if !known {
+            ticked.push(engine.weak());
+        }
+    }
+    THREAD
+        .get_or_init(|| {
+            std::thread::Builder::new()
+                .name("toolnexus-epoch".into())
+                .spawn(|| {
+                    loop {
+                        TICKED
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .retain(|weak| match weak.upgrade() {
+                                Some(engine) => {
+                                    engine.increment_epoch();
+                                    true
+                                }
+                                None => false,
+                            });
+                        deadline::fire_backstops();
+                        std::thread::sleep(EPOCH_TICK);
+                    }
+                })
+                .map(drop)
+                .map_err(|e| format!("cannot start the epoch thread: {e}"))
+        })
+        .clone()
 }
 
 /// Compiles a component, or loads its compiled form: once per distinct content per process, and
@@ -73,7 +131,15 @@ pub(crate) fn compile(
     check_header(bytes)?;
     let digest: [u8; 32] = Sha256::digest(bytes).into();
     let memo = COMPILED.get_or_init(Default::default);
-    if memoize && let Some(component) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&digest)
+    // The memo holds the process-wide engine's components only: a component runs on the engine
+    // that compiled it, and one held here would keep an embedder's engine alive for good.
+    let on_process_engine = ENGINE
+        .get()
+        .and_then(|made| made.as_ref().ok())
+        .is_some_and(|process| Engine::same(process, engine));
+    if memoize
+        && on_process_engine
+        && let Some(component) = memo.lock().unwrap_or_else(|e| e.into_inner()).get(&digest)
     {
         return Ok((component.clone(), CacheOutcome::Memory));
     }
@@ -89,9 +155,11 @@ pub(crate) fn compile(
             (component, CacheOutcome::Compiled)
         }
     };
-    memo.lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .insert(digest, component.clone());
+    if on_process_engine {
+        memo.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(digest, component.clone());
+    }
     Ok((component, outcome))
 }
 
@@ -131,86 +199,19 @@ pub(crate) fn check_header(bytes: &[u8]) -> Result<(), String> {
     }
 }
 
-/// Which version of the contract the component targets ([`ContractVersion`]), from the `store`
-/// interface it exports: one semver-compatible with a version this host speaks (the newest
-/// when it exports several). Refuses components that export our interface only at versions
-/// this host does not speak, with a message that says so and names the versions it speaks
-/// (rather than a generic "missing export").
-pub(crate) fn check_world(
-    engine: &Engine,
-    component: &Component,
-) -> Result<ContractVersion, String> {
-    let ty = component.component_type();
-    let exports: Vec<String> = ty
-        .exports(engine)
-        .map(|(name, _)| name.to_owned())
-        .collect();
-    let prefix = format!("{STORE_PACKAGE}/store@");
-    let theirs: Vec<&str> = exports
-        .iter()
-        .filter_map(|name| name.strip_prefix(&prefix))
-        .collect();
-    // wasmtime links semver-compatible versions (0.2.x for 0.2.0); anything else is not ours.
-    for version in ContractVersion::ALL {
-        if theirs
-            .iter()
-            .any(|theirs| semver_compatible(theirs, version.version()))
-        {
-            return Ok(version);
-        }
-    }
-    let spoken = |conjunction: &str| {
-        ContractVersion::ALL
-            .map(ContractVersion::store_interface)
-            .join(conjunction)
-    };
-    if !theirs.is_empty() {
-        let other: Vec<String> = theirs.iter().map(|v| format!("{prefix}{v}")).collect();
-        return Err(format!(
-            "it exports {}, a version of the {STORE_PACKAGE} contract incompatible with both that this host speaks ({})",
-            other.join(", "),
-            spoken(" and ")
-        ));
-    }
-    let shown = if exports.is_empty() {
-        "nothing".to_owned()
-    } else {
-        exports.join(", ")
-    };
-    Err(format!(
-        "not a component of the {STORE_PACKAGE} world: it must export {}, but exports {shown}",
-        spoken(" or ")
-    ))
-}
-
-/// Whether a component exporting the contract at version `theirs` is on the same semver track
-/// as the version this host speaks, `ours`: the same major version, or for `0.x` the same
-/// minor one (`0.1.3` and `0.1.0` are; `0.2.0` and `1.0.0` are not). That is the rule
-/// wasmtime links by.
-pub(crate) fn semver_compatible(theirs: &str, ours: &str) -> bool {
-    let (Ok(theirs), Ok(ours)) = (semver::Version::parse(theirs), semver::Version::parse(ours))
-    else {
-        return false;
-    };
-    match (theirs.major, ours.major) {
-        (0, 0) => theirs.minor == ours.minor,
-        (a, b) => a == b,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn semver_rules_for_the_contract() {
-        assert!(semver_compatible("0.1.0", "0.1.0"));
-        assert!(semver_compatible("0.1.7", "0.1.0"));
-        assert!(!semver_compatible("0.2.0", "0.1.0"));
-        assert!(!semver_compatible("1.0.0", "0.1.0"));
-        assert!(!semver_compatible("garbage", "0.1.0"));
-        assert!(!semver_compatible("0.0.9", "0.1.0"));
-        assert!(semver_compatible("1.2.0", "1.0.0"));
-        assert!(!semver_compatible("2.0.0", "1.0.0"));
+    #[tokio::test]
+    async fn a_backstop_is_ready_once_its_time_has_passed() {
+        // The epoch thread, which fires backstops, comes with the engine.
+        engine().expect("an engine");
+        let started = std::time::Instant::now();
+        let wait = std::time::Duration::from_millis(30);
+        tokio::time::timeout(std::time::Duration::from_secs(30), deadline::backstop(wait))
+            .await
+            .expect("fired by the epoch thread");
+        assert!(started.elapsed() >= wait, "not before its time");
     }
 }

@@ -2,7 +2,8 @@
 //! [`WasmTaskStoreBuilder`]. The `toolnexus` crate's `resolve_store` hands every `wasm:`
 //! selector here; this backend alone knows its options.
 
-use crate::{CacheDir, ComponentSource, WasmTaskStore, WasmTaskStoreBuilder};
+use crate::load::ComponentSource;
+use crate::task_store::{CacheDir, WasmTaskStore, WasmTaskStoreBuilder};
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;

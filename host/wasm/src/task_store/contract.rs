@@ -7,8 +7,8 @@
 //! "unsupported" themselves; a 0.1 instance asked for versions or a timestamp filter anyway
 //! fails the call with a host error rather than dropping the condition or the filter.
 
-use crate::ContractVersion;
-use crate::pool::Host;
+use crate::sandbox::state::InstanceState;
+use crate::task_store::version::ContractVersion;
 use wasmtime::Store;
 use wasmtime::component::{Instance as ComponentInstance, InstancePre};
 
@@ -60,10 +60,13 @@ pub(crate) enum Exports {
 }
 
 impl Exports {
-    /// The exports of `version` ([`crate::load::check_world`] found which one the component
-    /// targets). `store` must match the contract; the optional interfaces are present or not,
-    /// never an error by themselves.
-    pub(crate) fn new(version: ContractVersion, pre: &InstancePre<Host>) -> wasmtime::Result<Self> {
+    /// The exports of `version` ([`check_world`](crate::task_store::version::check_world)
+    /// found which one the component targets). `store` must match the contract; the optional
+    /// interfaces are present or not, never an error by themselves.
+    pub(crate) fn new(
+        version: ContractVersion,
+        pre: &InstancePre<InstanceState>,
+    ) -> wasmtime::Result<Self> {
         Ok(match version {
             ContractVersion::V0_2 => Exports::V0_2 {
                 store: v2::store::GuestIndices::new(pre)?,
@@ -102,7 +105,7 @@ impl Exports {
     /// it `settings`. The inner `Err` is the component refusing its settings.
     pub(crate) async fn setup(
         &self,
-        store: &mut Store<Host>,
+        store: &mut Store<InstanceState>,
         instance: &ComponentInstance,
         settings: &[(String, String)],
     ) -> wasmtime::Result<Result<Api, String>> {
@@ -196,7 +199,7 @@ impl Api {
     /// not `wanted` and the component exports `lean`: then `lean.get-text`, and no version.
     pub(crate) async fn get(
         &self,
-        store: &mut Store<Host>,
+        store: &mut Store<InstanceState>,
         id: &str,
         wanted: bool,
     ) -> Answer<Option<(String, Option<u64>)>> {
@@ -224,7 +227,7 @@ impl Api {
     /// which takes only [`Expect::Any`].
     pub(crate) async fn save(
         &self,
-        store: &mut Store<Host>,
+        store: &mut Store<InstanceState>,
         id: &str,
         task: &str,
         expect: Expect,
@@ -257,7 +260,11 @@ impl Api {
 
     /// `catalog.list`. The caller checked that the component exports `catalog` and, for 0.1,
     /// that no timestamp filter is asked for.
-    pub(crate) async fn list(&self, store: &mut Store<Host>, query: ListArgs) -> Answer<Page> {
+    pub(crate) async fn list(
+        &self,
+        store: &mut Store<InstanceState>,
+        query: ListArgs,
+    ) -> Answer<Page> {
         Ok(match self {
             Api::V0_2 {
                 catalog: Some(catalog),
@@ -306,7 +313,7 @@ impl Api {
     }
 
     /// `catalog.delete`, for a component that exports `catalog`.
-    pub(crate) async fn delete(&self, store: &mut Store<Host>, id: &str) -> Answer<bool> {
+    pub(crate) async fn delete(&self, store: &mut Store<InstanceState>, id: &str) -> Answer<bool> {
         Ok(match self {
             Api::V0_2 {
                 catalog: Some(catalog),

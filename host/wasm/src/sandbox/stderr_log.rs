@@ -13,12 +13,12 @@ use wasmtime_wasi::p2::{OutputStream, Pollable, StreamResult};
 /// (control characters escaped) before it is logged.
 const MAX_LINE: usize = crate::message::MAX_MESSAGE;
 
-pub(super) struct LogStderr {
+pub(crate) struct LogStderr {
     component: Arc<str>,
 }
 
 impl LogStderr {
-    pub(super) fn new(component: &str) -> Self {
+    pub(crate) fn new(component: &str) -> Self {
         LogStderr {
             component: component.into(),
         }

@@ -1,0 +1,15 @@
+//! What the host refuses or counts of a component's WASI calls, each policy taking only its own
+//! part of the instance's state; `sandbox::wasi_overrides` calls them.
+//!
+//! - [`quota`] and [`quota_streams`]: the disk quota of a read-write directory;
+//! - [`special_files`]: no FIFO, socket or device is opened;
+//! - [`private_files`]: files are created 0600;
+//! - [`links`]: no links are created;
+//! - [`clock`]: clock waits never outlast the call's deadline.
+
+pub(crate) mod clock;
+pub(crate) mod links;
+pub(crate) mod private_files;
+pub(crate) mod quota;
+pub(crate) mod quota_streams;
+pub(crate) mod special_files;

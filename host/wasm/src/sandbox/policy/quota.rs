@@ -1,0 +1,356 @@
+//! A disk quota for read-write store components.
+//!
+//! A component with a read-write directory could otherwise fill the disk: nothing in WASI
+//! bounds how much it writes. So the host counts what the directory holds and refuses to let a
+//! component grow it past its quota (`WasmTaskStoreBuilder::disk_quota`, selector option
+//! `quota=`, default [`DEFAULT_DISK_QUOTA`]).
+//!
+//! **What is counted:** every file's length, plus [`ENTRY_BYTES`] for every file and
+//! directory (about a block each, so a component cannot exhaust the disk with empty files
+//! either). The count starts from a scan of the directory when the store is built, and then
+//! follows every call that can change it (`sandbox::wasi_overrides`): `write` and the output
+//! streams of `write-via-stream`/`append-via-stream` are charged for whatever they add past
+//! the file's current length (`policy::quota_streams`); `set-size` for growth; `open-at` with
+//! `create` and `create-directory-at` for a new entry; `unlink-file-at`,
+//! `remove-directory-at`, a truncating `open-at` and a `rename-at` that replaces another file
+//! give back what they free. A file that is unlinked or replaced while the instance may still
+//! hold it open (a descriptor or a stream on any file) still takes its space, so what it frees
+//! is given back only once the instance holds no file ([`settle`]; at the latest when the
+//! instance is dropped). Charging happens before the write: a write that would pass the quota
+//! fails inside the guest with `insufficient-space` (`ENOSPC`), writes nothing, and the host
+//! reports the call as [`toolnexus_core::Limit::Disk`].
+//!
+//! **What is not:** writes by anything other than this store's instances (a native store,
+//! another process) after the scan; the count can only overestimate what the component itself
+//! adds (a sparse file counts at its length).
+
+use crate::sandbox::descriptors::{self, Held, again};
+use crate::sandbox::wasi_resources::WasiResources;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use wasmtime::component::{Resource, ResourceTable};
+use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::filesystem::types::{DescriptorType, HostDescriptor, PathFlags};
+
+/// The quota of a read-write `wasm:` store unless set: 1 GiB.
+pub const DEFAULT_DISK_QUOTA: u64 = 1 << 30;
+
+/// What one directory entry (file or directory) counts for besides its length.
+pub const ENTRY_BYTES: u64 = 4096;
+
+/// A directory's count of what it holds, shared by all of a pool's instances.
+#[derive(Debug)]
+pub(crate) struct DiskQuota {
+    pub(crate) limit: u64,
+    used: AtomicU64,
+}
+
+impl DiskQuota {
+    /// Scans `dir` (without following links) for what it holds now.
+    pub(crate) fn measure(dir: &Path, limit: u64) -> std::io::Result<Self> {
+        Ok(DiskQuota {
+            limit,
+            used: AtomicU64::new(usage(dir)?),
+        })
+    }
+
+    /// What the directory holds, as counted.
+    pub(crate) fn used(&self) -> u64 {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Counts `bytes` more if that stays within the limit.
+    fn charge(&self, bytes: u64) -> bool {
+        if bytes == 0 {
+            return true;
+        }
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(bytes).filter(|total| *total <= self.limit)
+            })
+            .is_ok()
+    }
+
+    fn credit(&self, bytes: u64) {
+        let _ = self
+            .used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                Some(used.saturating_sub(bytes))
+            });
+    }
+}
+
+/// Every entry under `dir`, counted the way writes are.
+fn usage(dir: &Path) -> std::io::Result<u64> {
+    let mut total = 0u64;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            // Never follows a link. An entry gone since the listing (another writer's temp
+            // file renamed into place, say) holds nothing.
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            total = total
+                .saturating_add(ENTRY_BYTES)
+                .saturating_add(if meta.is_file() { meta.len() } else { 0 });
+            if meta.is_dir() {
+                pending.push(entry.path());
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// An instance's part of its pool's quota: the shared count, whether a write of the call in
+/// progress was refused, and what unlinked or replaced files will give back once the instance
+/// holds no file that could keep them. Clones (held by the instance's counted streams) share
+/// all of it.
+#[derive(Debug, Clone)]
+pub(crate) struct QuotaState {
+    disk: Arc<DiskQuota>,
+    hit: Arc<AtomicBool>,
+    /// Bytes freed by unlinks and replacing renames, not yet given back.
+    pending: Arc<AtomicU64>,
+    /// Streams on files this instance holds (each keeps its file's space in use).
+    file_streams: Arc<AtomicUsize>,
+}
+
+impl QuotaState {
+    pub(crate) fn new(disk: Arc<DiskQuota>) -> Self {
+        QuotaState {
+            disk,
+            hit: Arc::new(AtomicBool::new(false)),
+            pending: Arc::new(AtomicU64::new(0)),
+            file_streams: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Whether a write was refused since the last [`QuotaState::start_call`].
+    pub(crate) fn hit(&self) -> bool {
+        self.hit.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn start_call(&self) {
+        self.hit.store(false, Ordering::Relaxed);
+    }
+
+    /// Counts `bytes` more, or refuses them (and remembers the refusal).
+    pub(crate) fn charge(&self, bytes: u64) -> bool {
+        let ok = self.disk.charge(bytes);
+        if !ok {
+            self.hit.store(true, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    pub(crate) fn credit(&self, bytes: u64) {
+        self.disk.credit(bytes);
+    }
+
+    /// Counts `bytes` as freed once nothing of this instance can hold them ([`settle`]).
+    pub(crate) fn defer_credit(&self, bytes: u64) {
+        self.pending.fetch_add(bytes, Ordering::AcqRel);
+    }
+
+    /// Gives back what deferred credits hold, unconditionally: for an instance being dropped.
+    pub(crate) fn settle_all(&self) {
+        self.credit(self.pending.swap(0, Ordering::AcqRel));
+    }
+
+    /// Counts a live stream on a file for as long as the guard lives.
+    pub(crate) fn hold_file_stream(&self) -> FileStreamGuard {
+        self.file_streams.fetch_add(1, Ordering::AcqRel);
+        FileStreamGuard(Arc::clone(&self.file_streams))
+    }
+}
+
+/// Gives back the instance's deferred credits if it holds no file: no file descriptor and no
+/// stream on a file, so no unlinked file can still be taking space because of it.
+pub(crate) fn settle(quota: &QuotaState, table: &mut ResourceTable) {
+    if quota.pending.load(Ordering::Acquire) == 0 || quota.file_streams.load(Ordering::Acquire) > 0
+    {
+        return;
+    }
+    let holds_a_file = table.iter_mut().any(|entry| {
+        matches!(
+            entry.downcast_ref::<Descriptor>(),
+            Some(Descriptor::File(_))
+        )
+    });
+    if !holds_a_file {
+        quota.settle_all();
+    }
+}
+
+/// A live stream on a file, counted while it lives ([`QuotaState::hold_file_stream`]).
+pub(crate) struct FileStreamGuard(Arc<AtomicUsize>);
+
+impl Drop for FileStreamGuard {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The length of an open regular file, if `fd` is one.
+pub(crate) fn file_len(table: &ResourceTable, fd: &Resource<Descriptor>) -> Option<u64> {
+    let meta = descriptors::open_file(table, fd)?.metadata().ok()?;
+    meta.is_file().then_some(meta.len())
+}
+
+/// What the entry at `path` under `dir` counts for, if there is one (links are not followed).
+pub(crate) async fn entry_bytes(
+    wasi: &mut WasiResources,
+    dir: &Resource<Descriptor>,
+    path: &str,
+) -> Option<u64> {
+    let stat = HostDescriptor::stat_at(
+        &mut wasi.filesystem(),
+        again(dir),
+        PathFlags::empty(),
+        path.to_owned(),
+    )
+    .await
+    .ok()?;
+    let len = if stat.type_ == DescriptorType::RegularFile {
+        stat.size
+    } else {
+        0
+    };
+    Some(ENTRY_BYTES.saturating_add(len))
+}
+
+/// A handle on what `path` names (not followed), to be held across a rename over it.
+///
+/// A rename that replaces the last name of a file frees that file inside the rename, while
+/// the kernel holds the directory's lock; on a file system that discards freed blocks at once
+/// (ext4 mounted with `discard`, without a journal) that is a synchronous device command,
+/// which every other writer of the directory (other instances, other stores, the native
+/// store) then waits behind. Held, the file is freed when the handle is dropped, after the
+/// rename, outside that lock.
+pub(crate) fn hold_replaced(
+    table: &ResourceTable,
+    dir: &Resource<Descriptor>,
+    path: &str,
+) -> Option<Held> {
+    descriptors::path_handle(table, dir, path, false)
+}
+
+/// What a rename of `old` under `dir` over what `held` holds frees, told from the held handle
+/// and one `fstatat` of `old`: `Some(None)` if nothing (`old` is that very file),
+/// `Some(Some(bytes))` what the replaced entry counts for. `None` where it cannot be told this
+/// way (no handle: nothing there, or not Linux; `old` not a single name), and then the caller
+/// asks wasmtime-wasi, in two `metadata-hash-at` calls and a `stat-at`.
+fn replaced_entry(
+    table: &ResourceTable,
+    dir: &Resource<Descriptor>,
+    old: &str,
+    held: Option<&Held>,
+    on_worker: bool,
+) -> Option<Option<u64>> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::FileType;
+        let new = rustix::fs::fstat(held?).ok()?;
+        let old = descriptors::stat_name(table, dir, old, false, on_worker)?.ok()?;
+        if (old.st_dev, old.st_ino) == (new.st_dev, new.st_ino) {
+            return Some(None);
+        }
+        let len = match FileType::from_raw_mode(new.st_mode) {
+            FileType::RegularFile => u64::try_from(new.st_size).unwrap_or(0),
+            _ => 0,
+        };
+        Some(Some(ENTRY_BYTES.saturating_add(len)))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (table, dir, old, held, on_worker);
+        None
+    }
+}
+
+/// What a rename of `old` over `new` frees, if anything: [`replaced_entry`] where it can tell,
+/// else wasmtime-wasi's answers (nothing if both name the same file, else what `new` counts for).
+pub(crate) async fn replaced_bytes(
+    wasi: &mut WasiResources,
+    (old_dir, old): (&Resource<Descriptor>, &str),
+    (new_dir, new): (&Resource<Descriptor>, &str),
+    held: Option<&Held>,
+    on_worker: bool,
+) -> Option<u64> {
+    if let Some(replaced) = replaced_entry(&wasi.table, old_dir, old, held, on_worker) {
+        return replaced;
+    }
+    if same_object(wasi, old_dir, old, new_dir, new).await {
+        return None;
+    }
+    entry_bytes(wasi, new_dir, new).await
+}
+
+/// Whether two paths name the same file (links are not followed); `false` if either is missing.
+async fn same_object(
+    wasi: &mut WasiResources,
+    dir_a: &Resource<Descriptor>,
+    a: &str,
+    dir_b: &Resource<Descriptor>,
+    b: &str,
+) -> bool {
+    let x = metadata_hash_at(wasi, dir_a, a).await;
+    let y = metadata_hash_at(wasi, dir_b, b).await;
+    matches!((x, y), (Some(x), Some(y)) if x == y)
+}
+
+/// The metadata hash of the entry at `path` under `dir` (links not followed), if there is one.
+async fn metadata_hash_at(
+    wasi: &mut WasiResources,
+    dir: &Resource<Descriptor>,
+    path: &str,
+) -> Option<(u64, u64)> {
+    HostDescriptor::metadata_hash_at(
+        &mut wasi.filesystem(),
+        again(dir),
+        PathFlags::empty(),
+        path.to_owned(),
+    )
+    .await
+    .ok()
+    .map(|h| (h.lower, h.upper))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn charges_stop_at_the_limit_and_credits_free_room() {
+        let quota = DiskQuota {
+            limit: 10_000,
+            used: AtomicU64::new(9_000),
+        };
+        assert!(quota.charge(1_000));
+        assert!(!quota.charge(1), "past the limit");
+        assert_eq!(quota.used(), 10_000, "a refused charge counts nothing");
+        quota.credit(5_000);
+        assert!(quota.charge(4_000));
+        quota.credit(u64::MAX);
+        assert_eq!(quota.used(), 0, "credits never wrap");
+        assert!(!quota.charge(u64::MAX), "an overflowing charge is refused");
+    }
+
+    #[test]
+    fn the_scan_counts_lengths_and_entries_without_following_links() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.json"), [b'x'; 100]).unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/b.json"), [b'y'; 10]).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink("/", dir.path().join("root")).unwrap();
+        let links = if cfg!(unix) { 1 } else { 0 };
+        let quota = DiskQuota::measure(dir.path(), u64::MAX).unwrap();
+        assert_eq!(quota.used(), 110 + (3 + links) * ENTRY_BYTES);
+    }
+}

@@ -1,0 +1,24 @@
+//! The `toolnexus:task-store` contract on top of the sandbox: the bindings of both contract
+//! versions ([`contract`], [`version`]), the world as the pool runs it ([`world`]), the builder
+//! ([`builder`]) and [`WasmTaskStore`] ([`store`]) with its [`TaskStore`] methods and the
+//! checks of their answers ([`calls`]).
+//!
+//! [`TaskStore`]: toolnexus_core::TaskStore
+
+mod builder;
+mod calls;
+mod contract;
+mod limits;
+mod store;
+mod version;
+mod world;
+
+pub use builder::{CacheDir, LoadReport, WasmTaskStoreBuilder};
+pub use limits::{
+    DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_INSTANCES, DEFAULT_MEMORY_TOTAL, Limits,
+};
+pub use store::WasmTaskStore;
+pub use version::{
+    CATALOG_INTERFACE, CATALOG_INTERFACE_0_1, CONFIG_INTERFACE, CONFIG_INTERFACE_0_1,
+    ContractVersion, STORE_INTERFACE, STORE_INTERFACE_0_1, STORE_PACKAGE,
+};
