@@ -20,7 +20,8 @@
 //! with [`Recovery::Off`] (`tnstore serve --recovery off`) and resolve interrupted Tasks another
 //! way.
 
-use crate::ServerConfig;
+use crate::config::ServerConfig;
+pub use crate::recovery_policy::Recovery;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -40,21 +41,6 @@ pub const WALK_PAGE_SIZE: usize = query::MAX_PAGE_SIZE;
 pub const MAX_RETENTION_INTERVAL: Duration = Duration::from_secs(3600);
 /// The shortest pause between two retention passes.
 pub const MIN_RETENTION_INTERVAL: Duration = Duration::from_secs(1);
-
-/// What the server does at startup with Tasks a previous run left unfinished (`submitted` or
-/// `working`, with a status timestamp before this server started, or none).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Recovery {
-    /// Mark each of them `failed`, with the status message [`INTERRUPTED_MESSAGE`], unless it
-    /// became terminal meanwhile (a cancel landing concurrently wins). If the agent says it can
-    /// resume ([`Agent::can_resume`](crate::Agent::can_resume)), its Tasks are left alone
-    /// instead. The default.
-    #[default]
-    FailInterrupted,
-    /// Leave every Task as it is. The choice for replicas sharing a store (see the module
-    /// documentation).
-    Off,
-}
 
 /// The current time as a [`Timestamp`].
 pub fn now() -> Timestamp {

@@ -2,10 +2,18 @@
 //! into a [`PostgresTaskStoreBuilder`]. The `toolnexus` crate's `resolve_store` hands every
 //! `postgres://` and `postgresql://` selector here; this backend alone knows its options.
 
-use crate::{POSTGRES_OPTIONS, PostgresTaskStore, PostgresTaskStoreBuilder, quote_table};
+use crate::builder::PostgresTaskStoreBuilder;
+use crate::store::PostgresTaskStore;
+use crate::table_name::quote_table;
 use toolnexus_core::StoreError;
 pub use toolnexus_core::options::redact;
 use toolnexus_core::options::{parse_duration, parse_query};
+
+/// The options a `postgres://` selector takes for the store itself (after `?`); every other
+/// option is a libpq connection parameter (`sslmode`, `sslrootcert`, `connect_timeout`,
+/// `application_name`, `options`, …): `sslmode` and `sslrootcert` set up TLS, the rest is
+/// passed to the driver.
+pub const POSTGRES_OPTIONS: &[&str] = &["table", "pool", "timeout"];
 
 /// The builder a `postgres://…` (or `postgresql://…`) selector describes, not yet connected:
 /// the store's own options ([`POSTGRES_OPTIONS`]: `table`, `pool`, `timeout`) come out, the

@@ -17,11 +17,23 @@
 //! so the same core can later run inside a WebAssembly component.
 
 pub mod agent;
+mod agent_run;
+mod answer;
 pub mod call;
+mod cancel;
 pub mod card;
 pub mod error;
+mod list;
 pub mod rest03;
+mod scope;
+mod send;
 pub mod service;
+mod service_config;
+mod service_state;
+mod subscribe;
+mod subscription;
+mod task_json;
+mod wakers;
 pub mod wire;
 
 pub use agent::{Agent, EchoAgent, Reply, Stopped, Work};

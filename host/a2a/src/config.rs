@@ -1,0 +1,161 @@
+//! The server's settings ([`ServerConfig`]) and their defaults.
+
+use crate::auth::Tokens;
+use crate::recovery_policy::Recovery;
+use std::sync::Arc;
+use std::time::Duration;
+use toolnexus_a2a_protocol::{Agent, EchoAgent, Scope};
+
+/// Default of [`ServerConfig::header_read_timeout`].
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default of [`ServerConfig::body_read_timeout`].
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default of [`ServerConfig::idle_timeout`].
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Default of [`ServerConfig::max_connections`].
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Default of [`ServerConfig::max_background_tasks`].
+pub const DEFAULT_MAX_BACKGROUND_TASKS: usize = 1024;
+/// Default of [`ServerConfig::max_list_bytes`].
+pub const DEFAULT_MAX_LIST_BYTES: usize = 16 << 20;
+/// Default of [`ServerConfig::max_body_bytes`].
+pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
+/// Default of [`ServerConfig::poll_interval`].
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
+
+/// How the server presents itself, what it accepts, and its limits.
+///
+/// Build it with `..Default::default()` so new fields keep their defaults. The timeouts and
+/// `max_connections` apply to [`serve`](crate::serve); a [`router`](crate::router) embedded in an application of your own
+/// gets the body timeout, the background and list limits and the request ids, while the
+/// connection limits are then the host application's business.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// The agent's name on its card.
+    pub name: String,
+    /// The agent's description on its card.
+    pub description: String,
+    /// The largest request body accepted, in bytes (default 1 MiB); larger ones get HTTP 413.
+    pub max_body_bytes: usize,
+    /// The agent logic.
+    pub agent: Arc<dyn Agent>,
+    /// How long a client has to send a whole request head (request line and headers), counted
+    /// from the connection's accept, or on a kept-alive connection from the first byte of the
+    /// next request (default 10 s). Past it the connection is closed without an answer.
+    pub header_read_timeout: Duration,
+    /// How long a client has to send a request's whole body once its head is in (default
+    /// 30 s). Past it the request gets HTTP 408 and the connection is closed.
+    pub body_read_timeout: Duration,
+    /// How long a connection may sit with nothing moving on it while the server waits for the
+    /// client, to take an answer or to start its next request (default 60 s); then it is
+    /// closed. An event stream sends a keep-alive comment well within it.
+    pub idle_timeout: Duration,
+    /// The most connections served at once (default 1024; 0 counts as 1). Past it the server
+    /// stops accepting until one closes: further clients wait in the operating system's listen
+    /// backlog (their connect may succeed there), unserved but not refused.
+    pub max_connections: usize,
+    /// The most agents running or waiting to run in the background, one per `SendMessage`
+    /// until its Task is finished (default 1024; 0 counts as 1). When that many are in
+    /// progress, `SendMessage` answers [`codes::SERVER_BUSY`](crate::codes::SERVER_BUSY) ("server busy: too many tasks in
+    /// progress, retry later") and saves nothing.
+    pub max_background_tasks: usize,
+    /// The most bytes of Task JSON in one `ListTasks` answer (default 16 MiB). A page that would
+    /// be larger is cut before the Task that goes over, with a `nextPageToken` to continue
+    /// from; a page always has at least one Task.
+    pub max_list_bytes: usize,
+    /// Test hook, not for production: how long the background agent's final step waits between
+    /// reading the Task and saving its outcome. Zero (the default) means no wait.
+    #[doc(hidden)]
+    pub finish_read_to_write_delay: Duration,
+    /// What [`serve`](crate::serve) does, before it accepts anything, with Tasks a previous run left
+    /// `submitted` or `working` (default [`Recovery::FailInterrupted`]). Over a store shared by
+    /// several live replicas use [`Recovery::Off`]. A [`router`](crate::router) embedded elsewhere runs
+    /// nothing by itself: call [`maintenance::recover_at_startup`](crate::maintenance::recover_at_startup).
+    pub recovery: Recovery,
+    /// Keep terminal Tasks this long (by status timestamp), then delete them: [`serve`](crate::serve) runs
+    /// [`maintenance::retention`](crate::maintenance::retention) in the background. `None` (the default) keeps every Task.
+    pub retain: Option<Duration>,
+    /// Bearer tokens, each mapped to an owner (default none: no authentication). With them,
+    /// every request but the agent card needs `Authorization: Bearer <token>` (else HTTP 401),
+    /// and each owner's Tasks are in the owner's own store namespace.
+    pub tokens: Option<Arc<Tokens>>,
+    /// The tenants requests may name (`/{tenant}/…`, or `tenant` in JSON-RPC params); each is
+    /// its own store namespace. Any other tenant is refused (-32602). Default none.
+    pub tenants: Vec<String>,
+    /// How often a stream or a waiting send reads the store again when nothing in this process
+    /// woke it, to see what another replica saved (default 500 ms).
+    pub poll_interval: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            name: "toolnexus echo agent".into(),
+            description: "Echoes the text it is sent; every Task lives in a toolnexus task store."
+                .into(),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            agent: Arc::new(EchoAgent::default()),
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_background_tasks: DEFAULT_MAX_BACKGROUND_TASKS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            finish_read_to_write_delay: Duration::ZERO,
+            recovery: Recovery::default(),
+            retain: None,
+            tokens: None,
+            tenants: Vec::new(),
+            poll_interval: DEFAULT_POLL_INTERVAL,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// Every namespace requests can reach: the root (`None`) without tokens, each owner's with
+    /// them, and each of those in each tenant. Recovery and retention walk all of them.
+    pub fn namespaces(&self) -> Vec<Option<String>> {
+        let owners: Vec<Option<String>> = match &self.tokens {
+            None => vec![None],
+            Some(tokens) => tokens.owners().into_iter().map(Some).collect(),
+        };
+        let mut out = Vec::new();
+        for tenant in std::iter::once(None).chain(self.tenants.iter().cloned().map(Some)) {
+            for owner in &owners {
+                out.push(
+                    Scope {
+                        tenant: tenant.clone(),
+                        owner: owner.clone(),
+                    }
+                    .namespace(),
+                );
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_cover_tenants_and_owners() {
+        let tokens = Tokens::parse("alice 0123456789abcdef\nbob 0123456789abcdeX").unwrap();
+        let config = ServerConfig {
+            tokens: Some(Arc::new(tokens)),
+            tenants: vec!["acme".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            config.namespaces(),
+            [
+                Some("o.alice".to_string()),
+                Some("o.bob".into()),
+                Some("t.acme/o.alice".into()),
+                Some("t.acme/o.bob".into())
+            ]
+        );
+        assert_eq!(ServerConfig::default().namespaces(), [None::<String>]);
+    }
+}

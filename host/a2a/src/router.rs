@@ -1,0 +1,84 @@
+//! The routes, over a store or a [`Stores`] of namespaces, for [`serve`](crate::serve) or an
+//! application of your own.
+
+use crate::agent_card::{agent_card, card_entity};
+use crate::app_state::AppState;
+use crate::config::ServerConfig;
+use crate::http_json::rest;
+use crate::jsonrpc::json_rpc;
+use crate::request_id::with_request_id;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use futures_util::future::BoxFuture;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+use toolnexus_a2a_protocol::card::{CardInfo, agent_card as card_json};
+use toolnexus_a2a_protocol::{Service, ServiceConfig, SingleStore, Spawn, Stores};
+use toolnexus_core::TaskStore;
+
+struct TokioSpawn;
+
+impl Spawn for TokioSpawn {
+    fn spawn(&self, future: BoxFuture<'static, ()>) {
+        tokio::spawn(future);
+    }
+}
+
+/// The routes, for embedding in a larger axum application. `url` is the base URL as clients
+/// should see it (the JSON-RPC endpoint and the root of the HTTP+JSON routes; it goes on the
+/// agent card).
+pub fn router(store: Arc<dyn TaskStore>, config: ServerConfig, url: String) -> Router {
+    router_stores(Arc::new(SingleStore(store)), config, url)
+}
+
+/// [`router`] over the namespaces of `stores`.
+pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String) -> Router {
+    let limit = config.max_body_bytes;
+    let output_modes = vec!["text/plain".to_owned()];
+    let info = CardInfo {
+        name: config.name.clone(),
+        description: config.description.clone(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        url,
+        bearer_auth: config.tokens.is_some(),
+        output_modes: output_modes.clone(),
+    };
+    let card_v1 = card_entity(&card_json(&info, false));
+    let card_compat = card_entity(&card_json(&info, true));
+    let service = Service::new(
+        stores,
+        ServiceConfig {
+            agent: Arc::clone(&config.agent),
+            max_background_tasks: config.max_background_tasks,
+            max_list_bytes: config.max_list_bytes,
+            tenants: config.tenants.iter().cloned().collect::<HashSet<_>>(),
+            poll_interval: config.poll_interval,
+            output_modes,
+            finish_read_to_write_delay: config.finish_read_to_write_delay,
+        },
+        Arc::new(TokioSpawn),
+    );
+    let state = Arc::new(AppState {
+        service,
+        config,
+        card_v1,
+        card_compat,
+        // Whole seconds, as HTTP dates carry them, so `If-Modified-Since` compares exactly.
+        card_modified: SystemTime::UNIX_EPOCH
+            + Duration::from_secs(
+                SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+            ),
+    });
+    Router::new()
+        .route("/.well-known/agent-card.json", get(agent_card))
+        .route("/.well-known/agent.json", get(agent_card))
+        .route("/", post(json_rpc))
+        .fallback(rest)
+        .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn(with_request_id))
+        .with_state(state)
+}

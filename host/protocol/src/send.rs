@@ -1,0 +1,213 @@
+//! `SendMessage` (and its streaming form): a new Task, or the next message of one that waits
+//! for input; the agent started in the background; answered at once, when settled, or as a
+//! stream.
+
+use crate::answer::Answer;
+use crate::call::SendParams;
+use crate::error::{A2aError, ErrorKind};
+use crate::scope::At;
+use crate::service_state::ServiceState;
+use crate::subscription::Subscription;
+use crate::task_json::{is_interrupted, is_settled, new_id, now, task_answer, with_status};
+use crate::wakers::{Waker, wait_for_change};
+use crate::wire::{self, Version, message_in};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use toolnexus_core::state::{TaskState, is_terminal_state};
+use toolnexus_core::transition::Step;
+use toolnexus_core::{Expect, StoreError, Task, task_state};
+
+impl ServiceState {
+    fn check_output_modes(&self, accepted: &[String]) -> Result<(), A2aError> {
+        if accepted.is_empty() {
+            return Ok(());
+        }
+        let admits = |mode: &str| {
+            let mode = mode
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
+            self.config.output_modes.iter().any(|ours| {
+                mode == "*/*"
+                    || mode == *ours
+                    || mode
+                        .strip_suffix("/*")
+                        .is_some_and(|major| ours.split('/').next() == Some(major))
+            })
+        };
+        if accepted.iter().any(|m| admits(m)) {
+            Ok(())
+        } else {
+            Err(A2aError::new(
+                ErrorKind::ContentTypeNotSupported,
+                format!(
+                    "none of the accepted output modes {:?} is produced by this agent ({})",
+                    accepted
+                        .iter()
+                        .take(8)
+                        .map(|m| wire::truncate(m, 64))
+                        .collect::<Vec<_>>(),
+                    self.config.output_modes.join(", ")
+                ),
+            ))
+        }
+    }
+
+    pub(crate) async fn send(
+        self: &Arc<Self>,
+        at: &At,
+        params: SendParams,
+        version: Version,
+    ) -> Result<Answer, A2aError> {
+        if params.push_config {
+            return Err(A2aError::new(
+                ErrorKind::PushNotificationNotSupported,
+                "push notifications are not supported",
+            ));
+        }
+        self.check_output_modes(&params.accepted_output_modes)?;
+        let mut message = message_in(Some(&params.message), "message")?;
+        let permit = self.permit()?;
+        let task = match message
+            .get("taskId")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+        {
+            Some(id) => self.continue_task(at, &id, &mut message).await?,
+            None => {
+                let context_id = message
+                    .get("contextId")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+                    .unwrap_or_else(new_id);
+                let id = new_id();
+                message["taskId"] = json!(id);
+                message["contextId"] = json!(context_id);
+                let task = Task::try_from(json!({
+                    "id": id,
+                    "contextId": context_id,
+                    "kind": "task",
+                    "status": {"state": "submitted", "timestamp": now()},
+                    "history": [message.clone()],
+                }))?;
+                // A fresh id: created only if absent, where the store can say so.
+                match at.store.save_versioned(&task, Expect::Absent).await {
+                    Err(StoreError::Unsupported { .. }) => at.store.save(&task).await?,
+                    other => drop(other?),
+                }
+                task
+            }
+        };
+        let id = task.id().to_owned();
+        // Listening before the agent starts: no save of its can be missed.
+        let waker = self.waker(at, &id);
+        let finished = Arc::new(AtomicBool::new(false));
+        self.start_agent(at, task.clone(), message, permit, Arc::clone(&finished));
+        let snapshot = task.into_value();
+        if params.streaming {
+            return Ok(Answer::Stream(Subscription::new(
+                at.clone(),
+                id,
+                version,
+                waker,
+                snapshot,
+                true,
+                self.config.poll_interval,
+            )));
+        }
+        let task = if params.return_immediately {
+            snapshot
+        } else {
+            self.settled(at, &id, waker, &finished).await?
+        };
+        let answer = task_answer(task, params.history_length, version);
+        Ok(Answer::Value(match version {
+            Version::V1_0 => json!({"task": answer}),
+            Version::V0_3 => answer,
+        }))
+    }
+
+    /// The next message of Task `id`, which must wait for input: appended to its history and
+    /// the Task saved `submitted` again (a compare-and-set on what was read).
+    async fn continue_task(
+        &self,
+        at: &At,
+        id: &str,
+        message: &mut Value,
+    ) -> Result<Task, A2aError> {
+        let context = message
+            .get("contextId")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let mut stored_message = None;
+        let step = |task: &Task| {
+            let current = task_state(task);
+            if is_terminal_state(current) {
+                return Err(A2aError::new(
+                    ErrorKind::UnsupportedOperation,
+                    format!(
+                        "task {id} is in a terminal state ({current}): it takes no more messages"
+                    ),
+                ));
+            }
+            if !is_interrupted(TaskState::parse(current)) {
+                return Err(A2aError::new(
+                    ErrorKind::UnsupportedOperation,
+                    format!(
+                        "task {id} is {current}: it takes a message only when it asks for input"
+                    ),
+                ));
+            }
+            let task_context = task.get("contextId").and_then(Value::as_str).unwrap_or("");
+            if let Some(context) = &context
+                && context != task_context
+            {
+                return Err(A2aError::invalid(format!(
+                    "message.contextId {:?} is not the context of task {id}",
+                    wire::truncate(context, 64)
+                )));
+            }
+            let mut m = message.clone();
+            m["contextId"] = json!(task_context);
+            let mut value = with_status(task, "submitted", None)?.into_value();
+            match value.get_mut("history") {
+                Some(Value::Array(history)) => history.push(m.clone()),
+                _ => value["history"] = json!([m.clone()]),
+            }
+            stored_message = Some(m);
+            Ok(Step::Save(Task::try_from(value)?))
+        };
+        let saved = self.transition(at, id, None, step).await?;
+        if let Some(m) = stored_message {
+            *message = m;
+        }
+        saved.ok_or_else(|| A2aError::internal(format!("task {id} was not continued")))
+    }
+
+    /// Waits until Task `id` is terminal or waits for input (or its agent ended without
+    /// getting it there: a store failure, logged), then answers it as stored.
+    async fn settled(
+        &self,
+        at: &At,
+        id: &str,
+        mut waker: Waker,
+        finished: &AtomicBool,
+    ) -> Result<Value, A2aError> {
+        loop {
+            let done = finished.load(Ordering::Acquire);
+            let task = at
+                .store
+                .get(id)
+                .await?
+                .ok_or_else(|| A2aError::not_found(id))?;
+            let task = task.into_value();
+            if done || is_settled(&task) {
+                return Ok(task);
+            }
+            wait_for_change(&mut waker, self.config.poll_interval).await;
+        }
+    }
+}

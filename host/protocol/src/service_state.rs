@@ -1,0 +1,216 @@
+//! The state the operations share (the stores, the agents' permits, the wakers, the cancel
+//! signals, the per-Task locks) and the one guarded read-modify-write every change of a Task
+//! goes through.
+
+use crate::error::{A2aError, ErrorKind};
+use crate::scope::{At, Stores};
+use crate::service_config::{ServiceConfig, Spawn};
+use crate::wakers::{Waker, Wakers};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use toolnexus_core::transition::{Step, TransitionError, transition};
+use toolnexus_core::{StoreError, Task};
+
+/// The state behind a [`Service`](crate::Service), shared by its clones and its agents.
+pub(crate) struct ServiceState {
+    pub(crate) stores: Arc<dyn Stores>,
+    pub(crate) config: ServiceConfig,
+    pub(crate) spawn: Arc<dyn Spawn>,
+    pub(crate) background: Arc<Semaphore>,
+    /// Wakes subscribers and waiters of a Task (key: namespace and id) after each save here.
+    pub(crate) wakers: Wakers,
+    /// The cancel signal of each agent running here.
+    pub(crate) cancels: Mutex<HashMap<String, watch::Sender<bool>>>,
+    /// Per-Task locks, for stores without versions only (see [`ServiceState::guard`]).
+    pub(crate) locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Whether each store (by namespace) keeps versions.
+    pub(crate) versioned: Mutex<HashMap<String, bool>>,
+}
+
+/// An id no Task has: asked once per store to learn whether it keeps versions.
+const PROBE_ID: &str = "toolnexus-server-probe:versions";
+
+impl ServiceState {
+    pub(crate) fn new(
+        stores: Arc<dyn Stores>,
+        config: ServiceConfig,
+        spawn: Arc<dyn Spawn>,
+    ) -> Self {
+        let background = Arc::new(Semaphore::new(config.max_background_tasks.max(1)));
+        ServiceState {
+            stores,
+            config,
+            spawn,
+            background,
+            wakers: Arc::new(Mutex::new(HashMap::new())),
+            cancels: Mutex::new(HashMap::new()),
+            locks: Mutex::new(HashMap::new()),
+            versioned: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether the store of `at` keeps versions, learned once per namespace. The trait has no
+    /// capability query, so a get of an id no Task has tells: `Unsupported` means no versions.
+    pub(crate) async fn versioned(&self, at: &At) -> bool {
+        if let Some(known) = self.lock_map(&self.versioned).get(&at.ns) {
+            return *known;
+        }
+        let known = match at.store.get_versioned(PROBE_ID).await {
+            Ok(_) => true,
+            Err(StoreError::Unsupported { .. }) => false,
+            // Unknown for now (the store failed): lock, and ask again next time.
+            Err(_) => return false,
+        };
+        self.lock_map(&self.versioned).insert(at.ns.clone(), known);
+        known
+    }
+
+    pub(crate) fn lock_map<'a, T>(&self, m: &'a Mutex<T>) -> std::sync::MutexGuard<'a, T> {
+        m.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The in-process lock of a Task for one transition; `None` when the store keeps versions
+    /// (each transition is then a compare-and-set, which also holds across processes).
+    pub(crate) async fn guard(
+        &self,
+        at: &At,
+        id: &str,
+    ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        if self.versioned(at).await {
+            return None;
+        }
+        let lock = Arc::clone(self.lock_map(&self.locks).entry(at.key(id)).or_default());
+        Some(lock.lock_owned().await)
+    }
+
+    pub(crate) fn forget_lock(&self, at: &At, id: &str) {
+        self.lock_map(&self.locks).remove(&at.key(id));
+    }
+
+    /// One read-modify-write of Task `id` under its guard, then its waiters woken.
+    pub(crate) async fn transition(
+        &self,
+        at: &At,
+        id: &str,
+        fallback: Option<&Task>,
+        decide: impl FnMut(&Task) -> Result<Step, A2aError>,
+    ) -> Result<Option<Task>, A2aError> {
+        let guard = self.guard(at, id).await;
+        let result = transition(&*at.store, id, fallback, decide).await;
+        drop(guard);
+        if matches!(result, Ok(Some(_))) {
+            self.wake(at, id);
+        }
+        result.map_err(transition_error)
+    }
+
+    /// A receiver woken by every save of Task `id` in this process.
+    pub(crate) fn waker(&self, at: &At, id: &str) -> Waker {
+        let key = at.key(id);
+        let rx = self
+            .lock_map(&self.wakers)
+            .entry(key.clone())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe();
+        Waker {
+            rx,
+            key,
+            wakers: Arc::clone(&self.wakers),
+        }
+    }
+
+    pub(crate) fn wake(&self, at: &At, id: &str) {
+        let key = at.key(id);
+        let mut wakers = self.lock_map(&self.wakers);
+        if let Some(sender) = wakers.get(&key) {
+            if sender.receiver_count() == 0 {
+                wakers.remove(&key);
+            } else {
+                sender.send_modify(|n| *n = n.wrapping_add(1));
+            }
+        }
+    }
+
+    pub(crate) fn permit(&self) -> Result<OwnedSemaphorePermit, A2aError> {
+        Arc::clone(&self.background)
+            .try_acquire_owned()
+            .map_err(|_| {
+                A2aError::new(
+                    ErrorKind::ServerBusy,
+                    "server busy: too many tasks in progress, retry later",
+                )
+            })
+    }
+}
+
+/// One transition's errors as A2A errors.
+fn transition_error(e: TransitionError<A2aError>) -> A2aError {
+    match e {
+        TransitionError::NotFound { id } => A2aError::not_found(&id),
+        TransitionError::Refused(e) => e,
+        TransitionError::Store(e) => e.into(),
+        contended @ TransitionError::Contended { .. } => A2aError::internal(contended.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::EchoAgent;
+    use crate::scope::SingleStore;
+    use futures_util::future::BoxFuture;
+    use std::collections::HashSet;
+    use std::time::Duration;
+    use toolnexus_core::{InMemoryTaskStore, TaskStore};
+
+    /// A store without versions: `get` and `save` only.
+    struct Unversioned(InMemoryTaskStore);
+
+    #[async_trait::async_trait]
+    impl TaskStore for Unversioned {
+        async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
+            self.0.get(id).await
+        }
+        async fn save(&self, task: &Task) -> Result<(), StoreError> {
+            self.0.save(task).await
+        }
+        fn describe(&self) -> String {
+            "unversioned".into()
+        }
+    }
+
+    struct NoSpawn;
+    impl Spawn for NoSpawn {
+        fn spawn(&self, _future: BoxFuture<'static, ()>) {}
+    }
+
+    #[tokio::test]
+    async fn only_a_store_without_versions_takes_the_in_process_lock() {
+        let state = ServiceState::new(
+            Arc::new(SingleStore(Arc::new(InMemoryTaskStore::new()))),
+            ServiceConfig {
+                agent: Arc::new(EchoAgent::default()),
+                max_background_tasks: 1,
+                max_list_bytes: 1 << 20,
+                tenants: HashSet::new(),
+                poll_interval: Duration::from_millis(10),
+                output_modes: vec!["text/plain".into()],
+                finish_read_to_write_delay: Duration::ZERO,
+            },
+            Arc::new(NoSpawn),
+        );
+        let versioned = At {
+            store: Arc::new(InMemoryTaskStore::new()),
+            ns: "v".into(),
+        };
+        let unversioned = At {
+            store: Arc::new(Unversioned(InMemoryTaskStore::new())),
+            ns: "u".into(),
+        };
+        assert!(state.versioned(&versioned).await);
+        assert!(state.guard(&versioned, "t").await.is_none());
+        assert!(!state.versioned(&unversioned).await);
+        assert!(state.guard(&unversioned, "t").await.is_some());
+    }
+}

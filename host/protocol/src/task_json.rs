@@ -1,0 +1,109 @@
+//! Reading and shaping Tasks as JSON: their state, a new status, the agent's messages and reply
+//! artifact, and a Task as an answer (history cut, in the request's version).
+
+use crate::error::A2aError;
+use crate::wire::{Version, task_out};
+use serde_json::{Value, json};
+use std::time::SystemTime;
+use toolnexus_core::Task;
+use toolnexus_core::state::TaskState;
+
+/// The current time as RFC 3339 in UTC, to the millisecond.
+pub fn now() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// A fresh version-4 UUID, 122 random bits from the operating system.
+pub fn new_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+/// `task` with a new status (`state`, now, and the message if any).
+pub fn with_status(task: &Task, state: &str, message: Option<Value>) -> Result<Task, A2aError> {
+    let mut value = task.clone().into_value();
+    let mut status = json!({"state": state, "timestamp": now()});
+    if let Some(message) = message {
+        status["message"] = message;
+    }
+    value["status"] = status;
+    Task::try_from(value).map_err(A2aError::from)
+}
+
+pub(crate) fn agent_message(task: &Task, text: &str) -> Value {
+    json!({"kind": "message", "role": "agent", "messageId": new_id(), "taskId": task.id(),
+        "contextId": task.get("contextId"), "parts": [{"kind": "text", "text": text}]})
+}
+
+pub(crate) fn state_of(task: &Value) -> Option<TaskState> {
+    task["status"]["state"].as_str().and_then(TaskState::parse)
+}
+
+/// Whether a Task in this state waits for the user (1.0's "interrupted" states).
+pub(crate) fn is_interrupted(state: Option<TaskState>) -> bool {
+    matches!(
+        state,
+        Some(TaskState::InputRequired | TaskState::AuthRequired)
+    )
+}
+
+pub(crate) fn is_settled(task: &Value) -> bool {
+    let state = state_of(task);
+    state.is_some_and(TaskState::is_terminal) || is_interrupted(state)
+}
+
+/// The Task in `version`, its history cut to `history_length` (the last ones), in 1.0 wrapped
+/// as `{"task": …}` where the caller asks for it.
+pub(crate) fn task_answer(
+    mut task: Value,
+    history_length: Option<usize>,
+    version: Version,
+) -> Value {
+    cut_history(&mut task, history_length);
+    task_out(&task, version)
+}
+
+pub(crate) fn cut_history(task: &mut Value, history_length: Option<usize>) {
+    let Some(n) = history_length else { return };
+    if let Some(Value::Array(history)) = task.get_mut("history") {
+        let drop = history.len().saturating_sub(n);
+        history.drain(..drop);
+        if history.is_empty()
+            && let Some(object) = task.as_object_mut()
+        {
+            object.remove("history");
+        }
+    }
+}
+
+pub(crate) fn is_terminal(task: &Value) -> bool {
+    state_of(task).is_some_and(TaskState::is_terminal)
+}
+
+pub(crate) fn has_artifact(task: &Value, artifact_id: &str) -> bool {
+    task["artifacts"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|x| x["artifactId"] == artifact_id))
+}
+
+/// Appends a text part to the reply artifact `artifact_id` (created if missing).
+pub(crate) fn append_reply(task: &mut Value, artifact_id: &str, text: &str) {
+    let part = json!({"kind": "text", "text": text});
+    if !task["artifacts"].is_array() {
+        task["artifacts"] = json!([]);
+    }
+    let Some(artifacts) = task["artifacts"].as_array_mut() else {
+        return;
+    };
+    match artifacts
+        .iter_mut()
+        .find(|a| a["artifactId"] == artifact_id)
+    {
+        Some(artifact) => match artifact["parts"].as_array_mut() {
+            Some(parts) => parts.push(part),
+            None => artifact["parts"] = json!([part]),
+        },
+        None => {
+            artifacts.push(json!({"artifactId": artifact_id, "name": "reply", "parts": [part]}))
+        }
+    }
+}
