@@ -433,6 +433,12 @@ pub async fn save_if_is_a_compare_and_set(f: &dyn StoreFactory, dir: &Path) {
 /// not hold writes nothing and names the current version; a delete forgets the version.
 pub async fn versions_count_every_save(f: &dyn StoreFactory, dir: &Path) {
     let store = f.open(dir);
+    // The capability the server relies on to skip its in-process lock matches the behaviour.
+    assert!(
+        store.supports_versions(),
+        "{} keeps versions but does not report it",
+        store.describe()
+    );
     let t = |n: u32| task(json!({"id": "ver", "n": n}));
     assert_eq!(store.get_versioned("ver").await.unwrap(), None);
     assert_eq!(

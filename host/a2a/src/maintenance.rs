@@ -523,6 +523,9 @@ mod tests {
 
     #[async_trait::async_trait]
     impl TaskStore for CanceledAfterListing {
+        fn supports_versions(&self) -> bool {
+            self.0.supports_versions()
+        }
         async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
             self.0.get(id).await
         }

@@ -93,6 +93,10 @@ impl TaskStore for FileTaskStore {
         .await
     }
 
+    fn supports_versions(&self) -> bool {
+        true
+    }
+
     async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
         check_id(id)?;
         let id = id.to_owned();

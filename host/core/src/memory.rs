@@ -37,6 +37,10 @@ impl TaskStore for InMemoryTaskStore {
         Ok(self.get_versioned(id).await?.map(|(task, _)| task))
     }
 
+    fn supports_versions(&self) -> bool {
+        true
+    }
+
     async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
         check_id(id)?;
         // A poisoned lock only means another caller panicked mid-clone; the map is intact.

@@ -38,6 +38,16 @@ pub trait TaskStore: Any + Send + Sync {
     /// the same storage) returns this version until the next save.
     async fn save(&self, task: &Task) -> Result<(), StoreError>;
 
+    /// Whether this store keeps versions: [`get_versioned`](TaskStore::get_versioned) and
+    /// [`save_versioned`](TaskStore::save_versioned) work, and a conditional save is atomic
+    /// against every writer of the storage. Callers use it to choose between compare-and-set
+    /// and a lock of their own; a store that answers `false` is still used correctly, only
+    /// with that lock, which holds in one process. A store that implements versions should
+    /// say so here (every built-in store does).
+    fn supports_versions(&self) -> bool {
+        false
+    }
+
     /// The current version of the Task with this id and its version number, or `None`.
     /// Optional: stores without versions keep this default, which answers
     /// [`StoreError::Unsupported`].

@@ -9,8 +9,8 @@ use crate::wakers::{Waker, Wakers};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use toolnexus_core::Task;
 use toolnexus_core::transition::{Step, TransitionError, transition};
-use toolnexus_core::{StoreError, Task};
 
 /// The state behind a [`Service`](crate::Service), shared by its clones and its agents.
 pub(crate) struct ServiceState {
@@ -24,12 +24,7 @@ pub(crate) struct ServiceState {
     pub(crate) cancels: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Per-Task locks, for stores without versions only (see [`ServiceState::guard`]).
     pub(crate) locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    /// Whether each store (by namespace) keeps versions.
-    pub(crate) versioned: Mutex<HashMap<String, bool>>,
 }
-
-/// An id no Task has: asked once per store to learn whether it keeps versions.
-const PROBE_ID: &str = "toolnexus-server-probe:versions";
 
 impl ServiceState {
     pub(crate) fn new(
@@ -46,24 +41,12 @@ impl ServiceState {
             wakers: Arc::new(Mutex::new(HashMap::new())),
             cancels: Mutex::new(HashMap::new()),
             locks: Mutex::new(HashMap::new()),
-            versioned: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Whether the store of `at` keeps versions, learned once per namespace. The trait has no
-    /// capability query, so a get of an id no Task has tells: `Unsupported` means no versions.
-    pub(crate) async fn versioned(&self, at: &At) -> bool {
-        if let Some(known) = self.lock_map(&self.versioned).get(&at.ns) {
-            return *known;
-        }
-        let known = match at.store.get_versioned(PROBE_ID).await {
-            Ok(_) => true,
-            Err(StoreError::Unsupported { .. }) => false,
-            // Unknown for now (the store failed): lock, and ask again next time.
-            Err(_) => return false,
-        };
-        self.lock_map(&self.versioned).insert(at.ns.clone(), known);
-        known
+    /// Whether the store of `at` keeps versions, as the store itself reports.
+    pub(crate) fn versioned(&self, at: &At) -> bool {
+        at.store.supports_versions()
     }
 
     pub(crate) fn lock_map<'a, T>(&self, m: &'a Mutex<T>) -> std::sync::MutexGuard<'a, T> {
@@ -77,7 +60,7 @@ impl ServiceState {
         at: &At,
         id: &str,
     ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        if self.versioned(at).await {
+        if self.versioned(at) {
             return None;
         }
         let lock = Arc::clone(self.lock_map(&self.locks).entry(at.key(id)).or_default());
@@ -162,7 +145,7 @@ mod tests {
     use futures_util::future::BoxFuture;
     use std::collections::HashSet;
     use std::time::Duration;
-    use toolnexus_core::{InMemoryTaskStore, TaskStore};
+    use toolnexus_core::{InMemoryTaskStore, StoreError, TaskStore};
 
     /// A store without versions: `get` and `save` only.
     struct Unversioned(InMemoryTaskStore);
@@ -208,9 +191,9 @@ mod tests {
             store: Arc::new(Unversioned(InMemoryTaskStore::new())),
             ns: "u".into(),
         };
-        assert!(state.versioned(&versioned).await);
+        assert!(state.versioned(&versioned));
         assert!(state.guard(&versioned, "t").await.is_none());
-        assert!(!state.versioned(&unversioned).await);
+        assert!(!state.versioned(&unversioned));
         assert!(state.guard(&unversioned, "t").await.is_some());
     }
 }

@@ -197,6 +197,11 @@ impl TaskStore for WasmTaskStore {
 
     /// From a contract 0.2 component; a 0.1 component has no versions, and this answers
     /// [`StoreError::Unsupported`] (operation `versions`).
+    /// A 0.2 component keeps versions; a 0.1 one cannot.
+    fn supports_versions(&self) -> bool {
+        WasmTaskStore::supports_versions(self)
+    }
+
     async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
         self.require_0_2("versions")?;
         match self.get_checked(id, true).await? {
