@@ -44,7 +44,7 @@ impl ServiceState {
     }
 
     fn wake_always(&self, at: &At, id: &str) {
-        self.wake(at, id);
+        self.announce_save(at, id);
     }
 
     /// `submitted → working →` the agent's outcome, each saved, unless the Task was canceled

@@ -25,6 +25,7 @@ pub mod card;
 pub mod error;
 mod list;
 pub mod rest03;
+mod save_listeners;
 mod scope;
 mod send;
 pub mod service;
@@ -33,7 +34,6 @@ mod service_state;
 mod subscribe;
 mod subscription;
 mod task_json;
-mod wakers;
 pub mod wire;
 
 pub use agent::{Agent, EchoAgent, Reply, Stopped, Work};

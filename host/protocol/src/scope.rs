@@ -49,7 +49,7 @@ impl Stores for SingleStore {
     }
 }
 
-/// A store and its namespace (the key prefix of wakers and locks).
+/// A store and its namespace (the key prefix of save listeners and locks).
 #[derive(Clone)]
 pub(crate) struct At {
     pub(crate) store: Arc<dyn TaskStore>,

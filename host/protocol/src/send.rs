@@ -5,11 +5,11 @@
 use crate::answer::Answer;
 use crate::call::SendParams;
 use crate::error::{A2aError, ErrorKind};
+use crate::save_listeners::{SaveListener, wait_for_change};
 use crate::scope::At;
 use crate::service_state::ServiceState;
 use crate::subscription::Subscription;
 use crate::task_json::{is_interrupted, is_settled, new_id, now, task_answer, with_status};
-use crate::wakers::{Waker, wait_for_change};
 use crate::wire::{self, Version, message_in};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -103,7 +103,7 @@ impl ServiceState {
         };
         let id = task.id().to_owned();
         // Listening before the agent starts: no save of its can be missed.
-        let waker = self.waker(at, &id);
+        let saves = self.listen_for_saves(at, &id);
         let finished = Arc::new(AtomicBool::new(false));
         self.start_agent(at, task.clone(), message, permit, Arc::clone(&finished));
         let snapshot = task.into_value();
@@ -112,7 +112,7 @@ impl ServiceState {
                 at.clone(),
                 id,
                 version,
-                waker,
+                saves,
                 snapshot,
                 true,
                 self.config.poll_interval,
@@ -121,7 +121,7 @@ impl ServiceState {
         let task = if params.return_immediately {
             snapshot
         } else {
-            self.settled(at, &id, waker, &finished).await?
+            self.settled(at, &id, saves, &finished).await?
         };
         let answer = task_answer(task, params.history_length, version);
         Ok(Answer::Value(match version {
@@ -193,7 +193,7 @@ impl ServiceState {
         &self,
         at: &At,
         id: &str,
-        mut waker: Waker,
+        mut saves: SaveListener,
         finished: &AtomicBool,
     ) -> Result<Value, A2aError> {
         loop {
@@ -207,7 +207,7 @@ impl ServiceState {
             if done || is_settled(&task) {
                 return Ok(task);
             }
-            wait_for_change(&mut waker, self.config.poll_interval).await;
+            wait_for_change(&mut saves, self.config.poll_interval).await;
         }
     }
 }

@@ -148,7 +148,7 @@ mod tests {
             let refused = service.call(&scope, call, Version::V1_0).await;
             assert_eq!(refused.err().map(|e| e.code()), Some(-32001));
         }
-        assert_eq!(service.inner.wakers.lock().unwrap().len(), 0);
+        assert_eq!(service.inner.save_listeners.lock().unwrap().len(), 0);
         // A stream that is dropped before its Task changes leaves nothing either.
         let sent = service
             .call(
@@ -168,8 +168,8 @@ mod tests {
             panic!("a stream")
         };
         assert!(stream.next().await.is_some());
-        assert_eq!(service.inner.wakers.lock().unwrap().len(), 1);
+        assert_eq!(service.inner.save_listeners.lock().unwrap().len(), 1);
         drop(stream);
-        assert_eq!(service.inner.wakers.lock().unwrap().len(), 0);
+        assert_eq!(service.inner.save_listeners.lock().unwrap().len(), 0);
     }
 }

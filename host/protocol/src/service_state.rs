@@ -1,11 +1,11 @@
-//! The state the operations share (the stores, the agents' permits, the wakers, the cancel
+//! The state the operations share (the stores, the agents' permits, the save listeners, the cancel
 //! signals, the per-Task locks) and the one guarded read-modify-write every change of a Task
 //! goes through.
 
 use crate::error::{A2aError, ErrorKind};
+use crate::save_listeners::{SaveListener, SaveListeners};
 use crate::scope::{At, Stores};
 use crate::service_config::{ServiceConfig, Spawn};
-use crate::wakers::{Waker, Wakers};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
@@ -19,7 +19,7 @@ pub(crate) struct ServiceState {
     pub(crate) spawn: Arc<dyn Spawn>,
     pub(crate) background: Arc<Semaphore>,
     /// Wakes subscribers and waiters of a Task (key: namespace and id) after each save here.
-    pub(crate) wakers: Wakers,
+    pub(crate) save_listeners: SaveListeners,
     /// The cancel signal of each agent running here.
     pub(crate) cancels: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Per-Task locks, for stores without versions only (see [`ServiceState::guard`]).
@@ -38,7 +38,7 @@ impl ServiceState {
             config,
             spawn,
             background,
-            wakers: Arc::new(Mutex::new(HashMap::new())),
+            save_listeners: Arc::new(Mutex::new(HashMap::new())),
             cancels: Mutex::new(HashMap::new()),
             locks: Mutex::new(HashMap::new()),
         }
@@ -83,32 +83,32 @@ impl ServiceState {
         let result = transition(&*at.store, id, fallback, decide).await;
         drop(guard);
         if matches!(result, Ok(Some(_))) {
-            self.wake(at, id);
+            self.announce_save(at, id);
         }
         result.map_err(transition_error)
     }
 
     /// A receiver woken by every save of Task `id` in this process.
-    pub(crate) fn waker(&self, at: &At, id: &str) -> Waker {
+    pub(crate) fn listen_for_saves(&self, at: &At, id: &str) -> SaveListener {
         let key = at.key(id);
         let rx = self
-            .lock_map(&self.wakers)
+            .lock_map(&self.save_listeners)
             .entry(key.clone())
             .or_insert_with(|| watch::channel(0).0)
             .subscribe();
-        Waker {
+        SaveListener {
             rx,
             key,
-            wakers: Arc::clone(&self.wakers),
+            save_listeners: Arc::clone(&self.save_listeners),
         }
     }
 
-    pub(crate) fn wake(&self, at: &At, id: &str) {
+    pub(crate) fn announce_save(&self, at: &At, id: &str) {
         let key = at.key(id);
-        let mut wakers = self.lock_map(&self.wakers);
-        if let Some(sender) = wakers.get(&key) {
+        let mut save_listeners = self.lock_map(&self.save_listeners);
+        if let Some(sender) = save_listeners.get(&key) {
             if sender.receiver_count() == 0 {
-                wakers.remove(&key);
+                save_listeners.remove(&key);
             } else {
                 sender.send_modify(|n| *n = n.wrapping_add(1));
             }

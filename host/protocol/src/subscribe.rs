@@ -15,7 +15,7 @@ impl ServiceState {
         id: &str,
         version: Version,
     ) -> Result<Subscription, A2aError> {
-        let waker = self.waker(at, id);
+        let saves = self.listen_for_saves(at, id);
         let task = at
             .store
             .get(id)
@@ -34,7 +34,7 @@ impl ServiceState {
             at.clone(),
             id.to_owned(),
             version,
-            waker,
+            saves,
             task.into_value(),
             false,
             self.config.poll_interval,

@@ -1,9 +1,9 @@
 //! A stream of one Task's events (status and artifact updates), read from the store.
 
 use crate::error::A2aError;
+use crate::save_listeners::{SaveListener, wait_for_change};
 use crate::scope::At;
 use crate::task_json::{is_interrupted, is_terminal, state_of};
-use crate::wakers::{Waker, wait_for_change};
 use crate::wire::{self, Version, task_out};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -17,7 +17,7 @@ pub struct Subscription {
     at: At,
     id: String,
     version: Version,
-    waker: Waker,
+    saves: SaveListener,
     last: Value,
     pending: VecDeque<Value>,
     done: bool,
@@ -30,7 +30,7 @@ impl Subscription {
         at: At,
         id: String,
         version: Version,
-        waker: Waker,
+        saves: SaveListener,
         snapshot: Value,
         end_on_interrupt: bool,
         poll: Duration,
@@ -44,7 +44,7 @@ impl Subscription {
             at,
             id,
             version,
-            waker,
+            saves,
             done: is_terminal(&snapshot),
             last: snapshot,
             pending,
@@ -67,7 +67,7 @@ impl Subscription {
             if self.done {
                 return None;
             }
-            wait_for_change(&mut self.waker, self.poll).await;
+            wait_for_change(&mut self.saves, self.poll).await;
             let current = match self.at.store.get(&self.id).await {
                 Ok(Some(task)) => task.into_value(),
                 Ok(None) => {

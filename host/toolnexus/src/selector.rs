@@ -60,9 +60,8 @@ impl From<Arc<dyn TaskStore>> for StoreSelector {
 /// Each backend parses its own selector: `wasm:` in [`crate::wasm::builder_from_selector`],
 /// `postgres://` in [`crate::postgres::builder_from_selector`]; `memory` and `file:` are core's.
 ///
-/// `wasm:` options after `?` ([`crate::wasm::WASM_OPTIONS`]): `dir=<dir>`, `readonly=true`, `memory=64MiB`,
-/// `memory-total=512MiB`, `timeout=5s`, `max-task=16MiB`, `instances=64`, `durability=full|relaxed`, `lease-ms=4000`,
-/// `stderr=log`, `cache=<dir>|off`, `quota=1GiB`, `max-component=32MiB`; see `docs/security.md`.
+/// `wasm:` options after `?` ([`crate::wasm::WASM_OPTIONS`]) are described once, in the
+/// repository's `docs/wasm-options.md`.
 ///
 /// A `wasm:` component is loaded, compiled and checked here, so a missing or wrong component
 /// fails now rather than at the first call (compiling may take a second: from async code, call

@@ -34,12 +34,9 @@ pub const WASM_OPTIONS: &[&str] = &[
 ];
 
 /// The builder a `wasm:` selector describes, not yet built (nothing is read or compiled here):
-/// `wasm:<path>` or `wasm:builtin`, then options ([`WASM_OPTIONS`]): `dir=<dir>`,
-/// `readonly=true`, `memory=64MiB`, `memory-total=512MiB`, `timeout=5s`, `max-task=16MiB`,
-/// `instances=64`, `durability=full|relaxed`, `lease-ms=10000` (the component's lock lease in whole
-/// milliseconds, 10 to 3,600,000; [`WasmTaskStoreBuilder::lock_lease`]; not passed unless
-/// given), `stderr=log|off`, `cache=<dir>|off`, `quota=1GiB`, `max-component=32MiB`. Option
-/// values are percent-decoded. Anything else is a [`StoreError::InvalidSelector`] naming what is wrong.
+/// `wasm:<path>` or `wasm:builtin`, then options ([`WASM_OPTIONS`]), each described once, with
+/// its default and builder method, in the repository's `docs/wasm-options.md`. Option values
+/// are percent-decoded. Anything else is a [`StoreError::InvalidSelector`] naming what is wrong.
 pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, StoreError> {
     let invalid = |reason: &str| StoreError::InvalidSelector {
         selector: selector.to_owned(),

@@ -202,7 +202,7 @@ function isObject(value) {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-// --- Versions (guest/format/src/dir.rs: `Record`, `Stamp`, `side_names`) ---
+// --- Versions (guest/format/src/dir/: `Record`, `Stamp`, `side_names`) ---
 
 /** The largest u64, where a version counter stops (saturates). */
 export const U64_MAX = (1n << 64n) - 1n;

@@ -1,7 +1,7 @@
 // Tests of the store itself (src/index.js over src/dir.js) in Node: its `wasi:` imports are
 // preview2-shim's (test-support/), over a real temp directory, called through the WIT exports
 // exactly as the component exports them. The component build runs the same sources inside
-// StarlingMonkey; tests/tests/js_store.rs runs the conformance suite and the Rust↔JavaScript
+// StarlingMonkey; tests/tests/all/js_store.rs runs the conformance suite and the Rust↔JavaScript
 // interchange against that build.
 
 import assert from 'node:assert/strict';

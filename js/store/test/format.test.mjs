@@ -274,7 +274,7 @@ test('version records: exact text, tolerant parse, and the version a stamp gives
   assert.equal(text.length, 256);
   const record = parseRecord(text);
   assert.deepEqual(record, { version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n, prev: null });
-  // The examples in docs/on-disk-format.md (and guest/format/src/dir.rs).
+  // The examples in docs/on-disk-format.md (and guest/format/src/dir/).
   const prev = { size: 1200n, mtimeNs: 1_764_547_100_000_000_000n };
   const documented = recordText({ version: 7n, size: 1234n, mtimeNs: 1_764_547_200_123_456_789n, prev });
   assert.match(

@@ -660,7 +660,7 @@ async fn list_and_delete_are_unsupported_without_the_catalog_interface() {
 }
 
 /// A `get` runs on the caller's task, not on Tokio's blocking pool (no hand-off to another
-/// thread and back, see `host/wasm/src/inline.rs`): with the runtime's only blocking thread
+/// thread and back, see `host/wasm/src/sandbox/inline.rs`): with the runtime's only blocking thread
 /// held, a component `get` (and a native one of a cached file) still answers, a hit and a miss.
 /// With the hand-off it would wait for that thread, here for ever.
 #[test]

@@ -1,4 +1,4 @@
-//! Waking the listeners of a Task (streams and waiting sends) after a save in this process,
+//! Listeners of a Task's saves (streams and waiting sends), woken after each save in this process,
 //! with the poll interval as the fallback for saves by other replicas.
 
 use std::collections::HashMap;
@@ -7,33 +7,36 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 /// One sender per Task with a listener in this process (a stream or a waiting send). An entry
-/// goes when its last listener does ([`Waker`]'s drop), or at the next save with none left.
-pub(crate) type Wakers = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
+/// goes when its last listener does ([`SaveListener`]'s drop), or at the next save with none left.
+pub(crate) type SaveListeners = Arc<Mutex<HashMap<String, watch::Sender<u64>>>>;
 
 /// A listener's receiver; dropping the last one for a Task removes the Task's entry, so the
 /// map holds only Tasks someone listens to (a client subscribing to unknown ids leaves nothing).
-pub(crate) struct Waker {
+pub(crate) struct SaveListener {
     pub(crate) rx: watch::Receiver<u64>,
     pub(crate) key: String,
-    pub(crate) wakers: Wakers,
+    pub(crate) save_listeners: SaveListeners,
 }
 
-impl Drop for Waker {
+impl Drop for SaveListener {
     fn drop(&mut self) {
-        let mut wakers = self.wakers.lock().unwrap_or_else(|e| e.into_inner());
+        let mut save_listeners = self
+            .save_listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         // Our own receiver still counts here.
-        if wakers
+        if save_listeners
             .get(&self.key)
             .is_some_and(|sender| sender.receiver_count() <= 1)
         {
-            wakers.remove(&self.key);
+            save_listeners.remove(&self.key);
         }
     }
 }
 
-pub(crate) async fn wait_for_change(waker: &mut Waker, poll: Duration) {
+pub(crate) async fn wait_for_change(saves: &mut SaveListener, poll: Duration) {
     tokio::select! {
-        changed = waker.rx.changed() => {
+        changed = saves.rx.changed() => {
             if changed.is_err() {
                 tokio::time::sleep(poll).await;
             }
