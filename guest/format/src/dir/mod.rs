@@ -37,6 +37,9 @@ mod tests;
     path = "portable.rs"
 )]
 mod platform;
+// What `std::fs` tells of a file, for the platforms that read it so (all but a component's).
+#[cfg(not(all(target_os = "wasi", target_env = "p2")))]
+mod std_meta;
 
 pub use error::DirError;
 pub use options::{Durability, Expect};

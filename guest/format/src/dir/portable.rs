@@ -3,35 +3,18 @@
 //! be told (its stamp tells it instead), nothing is held across a rename and files get the
 //! modes the system gives them. Saves still share their directory flushes ([`DirFlush`]).
 
-use super::stat::{Kind, Refused, Stamp};
+use super::stat::{Refused, Stamp};
+pub(super) use super::std_meta::Opened;
+use super::std_meta::{kind_of, set_modified_after};
+pub(super) use super::std_meta::{stamp_at, stamp_of};
 use crate::group::SharedFlush;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, Write};
+use std::io::{self, Seek, Write};
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
 
-/// A regular file opened for reading (by [`open_for_update`], for writing too), with its stamp
-/// when it was opened.
-pub(super) struct Opened {
-    pub(super) stamp: Stamp,
-    file: File,
-}
-
+/// The file, to write: an `Opened` of [`open_for_update`].
 impl Opened {
-    /// At most `limit` bytes from the start of the file: the length its `stat` saw when it was
-    /// opened (see the Unix version); a file `stat` saw empty is read to its end.
-    pub(super) fn read_up_to(&self, limit: u64) -> io::Result<Vec<u8>> {
-        let (limit, expected) = match self.stamp.size.min(limit) {
-            0 => (limit, 0),
-            seen => (seen, seen),
-        };
-        let mut bytes = Vec::with_capacity(expected as usize);
-        (&self.file).take(limit).read_to_end(&mut bytes)?;
-        Ok(bytes)
-    }
-
-    /// The file, to write (opened by [`open_for_update`]).
     pub(super) fn into_writer(self) -> Writer {
         Writer(self.file)
     }
@@ -105,48 +88,13 @@ impl Writer {
 
     /// Sets the file's modification time 1 ns past `old`'s.
     pub(super) fn set_modified_after(&self, old: Stamp) -> io::Result<()> {
-        match u64::try_from(old.mtime_ns + 1) {
-            Ok(ns) => self
-                .0
-                .set_modified(SystemTime::UNIX_EPOCH + Duration::from_nanos(ns)),
-            Err(_) => Ok(()),
-        }
+        set_modified_after(&self.0, old)
     }
 
     /// The file's stamp as it is now.
     pub(super) fn stamp(&self) -> io::Result<Stamp> {
         self.0.metadata().map(|meta| stamp_of(&meta))
     }
-}
-
-/// The stamp in `meta`: length and modification time in nanoseconds since the epoch (-1 where
-/// the file system keeps none).
-pub(super) fn stamp_of(meta: &fs::Metadata) -> Stamp {
-    let mtime_ns = meta
-        .modified()
-        .ok()
-        .and_then(|m| m.duration_since(SystemTime::UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos() as i128)
-        .unwrap_or(-1);
-    Stamp {
-        size: meta.len(),
-        mtime_ns,
-    }
-}
-
-fn kind_of(kind: fs::FileType) -> Kind {
-    if kind.is_symlink() {
-        Kind::Link
-    } else if kind.is_dir() {
-        Kind::Dir
-    } else {
-        Kind::Other
-    }
-}
-
-/// The stamp of what `path` names, not followed.
-pub(super) fn stamp_at(path: &Path) -> io::Result<Stamp> {
-    fs::symlink_metadata(path).map(|meta| stamp_of(&meta))
 }
 
 /// Identities cannot be told here ([`Writer::identity`] has none to compare with).
