@@ -78,8 +78,8 @@ static BACKSTOPS: std::sync::Mutex<Vec<(Instant, tokio::sync::oneshot::Sender<()
 /// Timed by the epoch thread, which ticks anyway, not by a timer of its own: a call on the
 /// blocking pool arms one of these every time, and a timer of its own costs a wake of a timer
 /// thread to arm it and another to disarm it, a large part of a small call's CPU time
-/// (`docs/benchmarks.md`). Arming here is a push under a lock; disarming is dropping the
-/// future, which the next tick sweeps out.
+/// (`docs/benchmarks/history.md`, "No thread woken per component call"). Arming here is a push
+/// under a lock; disarming is dropping the future, which the next tick sweeps out.
 pub(crate) async fn backstop(duration: Duration) {
     let (fire, fired) = tokio::sync::oneshot::channel();
     let at = Instant::now().checked_add(duration);
