@@ -29,6 +29,20 @@ URL is the agent's base URL (the card is read from URL/.well-known/agent-card.js
                  that error, or a stream that carries the Task `failed` and ends. Either way get
                  must then answer the Task `failed`.
   not-found      get an unknown id -> TaskNotFoundError.
+  events         (the server runs the tck agent) a streaming send of "events:12:40" (12 rounds
+                 of a status update "step i" and an artifact update, 40 ms apart) and, once its
+                 first event is in, a subscription to the same Task, read concurrently: the
+                 send's stream carries exactly the Task, `working`, every round's two events in
+                 order and the completion; the subscription carries the Task as it was when it
+                 attached, then exactly the send's events from there on, and that Task holds
+                 exactly the artifact pieces of the events before.
+  events-start   a streaming send of "events:40:500"; reads the first 6 events and stops; the
+                 result has `task_id` and `seen` (what those events said).
+  events-after-restart  (needs --task-id and --seen)
+                 on a server restarted after a crash: get the Task: `failed` (recovery), and
+                 every event seen before the crash is in it (its artifact starts with the pieces
+                 seen, its history holds the status messages seen, in order); subscribing is
+                 UnsupportedOperationError.
 
 Only the SDK's public client is used: a ClientFactory with a ClientConfig restricting
 supported_protocol_bindings to --binding, over the server's card. The SDK picks the protocol
@@ -85,6 +99,9 @@ SCENARIOS = (
     "subscribe-start",
     "subscribe-after-restart",
     "not-found",
+    "events",
+    "events-start",
+    "events-after-restart",
 )
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -611,6 +628,132 @@ async def scenario_subscribe_after_restart(s: Session, out: dict) -> None:
     )
 
 
+def event_key(event) -> str:
+    """What an event says, exactly: `task:STATE`, `status:STATE:message text`,
+    `artifact:ID:[+]text[!]` (+ an append, ! the last chunk), `message:text`."""
+    kind = event.WhichOneof("payload")
+    if kind == "task":
+        return f"task:{state_name(event.task.status.state)}"
+    if kind == "status_update":
+        status = event.status_update.status
+        text = get_message_text(status.message) if status.HasField("message") else ""
+        return f"status:{state_name(status.state)}:{text}"
+    if kind == "artifact_update":
+        u = event.artifact_update
+        plus = "+" if u.append else ""
+        last = "!" if u.last_chunk else ""
+        return f"artifact:{u.artifact.artifact_id}:{plus}{get_artifact_text(u.artifact, delimiter='')}{last}"
+    if kind == "message":
+        return f"message:{get_message_text(event.message)}"
+    return str(kind)
+
+
+def events_expected(task_id: str, rounds: int) -> list[str]:
+    """The events of `events:ROUNDS:…` after the Task and `working`, as `event_key` says them."""
+    out = []
+    for i in range(rounds):
+        out.append(f"status:{state_name(TaskState.TASK_STATE_WORKING)}:step {i}")
+        plus = "+" if i > 0 else ""
+        last = "!" if i + 1 == rounds else ""
+        out.append(f"artifact:{task_id}-events:{plus}{i}{last}")
+    out.append(f"status:{state_name(TaskState.TASK_STATE_COMPLETED)}:done")
+    return out
+
+
+EVENTS_ROUNDS = 12
+
+
+async def scenario_events(s: Session, out: dict) -> None:
+    sender = await s.client(streaming=True)
+    subscriber = await s.client(streaming=True)
+    sent = sender.send_message(
+        SendMessageRequest(message=user_message(f"events:{EVENTS_ROUNDS}:40"))
+    )
+    first = await first_event(sent, s.args.timeout)
+    expect(first is not None and first.WhichOneof("payload") == "task",
+           f"the stream's first event is not the Task: {first}")
+    task_id = first.task.id
+    out["task_id"] = task_id
+    subscription = subscriber.subscribe(SubscribeToTaskRequest(id=task_id))
+
+    async def rest(stream):
+        return [e async for e in stream]
+
+    try:
+        sent_rest, subscribed = await asyncio.wait_for(
+            asyncio.gather(rest(sent), rest(subscription)), s.args.timeout
+        )
+    except asyncio.TimeoutError:
+        raise Mismatch(f"the streams did not end within {s.args.timeout}s") from None
+    a = [event_key(first)] + [event_key(e) for e in sent_rest]
+    b = [event_key(e) for e in subscribed]
+    out["send"], out["subscribe"] = a, b
+    working = f"status:{state_name(TaskState.TASK_STATE_WORKING)}:"
+    want = [f"task:{state_name(TaskState.TASK_STATE_SUBMITTED)}", working]
+    want += events_expected(task_id, EVENTS_ROUNDS)
+    expect(a == want, f"the send's stream is not exactly the agent's events:\n got {a}\nwant {want}")
+    expect(bool(b) and subscribed[0].WhichOneof("payload") == "task",
+           f"the subscription does not start with the Task: {b}")
+    tail = b[1:]
+    expect(0 < len(tail) <= len(want) - 1 and want[len(want) - len(tail):] == tail,
+           f"the subscription's events are not the send's from some point on:\n sub {b}\nsend {a}")
+    # The Task it started with holds exactly the pieces of the events before that point.
+    before = want[: len(want) - len(tail)]
+    pieces = "".join(k.split(":", 2)[2].lstrip("+").rstrip("!") for k in before if k.startswith("artifact:"))
+    snapshot = subscribed[0].task
+    got = "".join(get_artifact_text(x, delimiter="") for x in snapshot.artifacts
+                  if x.artifact_id == f"{task_id}-events")
+    expect(got == pieces, f"the subscription's Task holds {got!r}, the events before it {pieces!r}")
+
+
+async def scenario_events_start(s: Session, out: dict) -> None:
+    client = await s.client(streaming=True)
+    stream = client.send_message(SendMessageRequest(message=user_message("events:40:500")))
+    seen = []
+    task_id = None
+    try:
+        while len(seen) < 6:
+            event = await first_event(stream, s.args.timeout)
+            expect(event is not None, f"the stream ended after {seen}")
+            if event.WhichOneof("payload") == "task":
+                task_id = event.task.id
+            seen.append(event_key(event))
+    finally:
+        try:
+            await stream.aclose()
+        except RuntimeError:
+            pass
+    out["task_id"] = task_id
+    out["seen"] = seen
+
+
+async def scenario_events_after_restart(s: Session, out: dict) -> None:
+    task_id = s.args.task_id
+    seen = json.loads(s.args.seen)
+    client = await s.client()
+    got = await client.get_task(GetTaskRequest(id=task_id))
+    out["get"] = describe_task(got)
+    expect(got.status.state == TaskState.TASK_STATE_FAILED,
+           f"get after the restart: state {state_name(got.status.state)}, expected failed")
+    pieces = "".join(k.split(":", 2)[2].lstrip("+").rstrip("!") for k in seen if k.startswith("artifact:"))
+    stored = "".join(get_artifact_text(x, delimiter="") for x in got.artifacts
+                     if x.artifact_id == f"{task_id}-events")
+    expect(stored.startswith(pieces) and pieces,
+           f"the Task holds {stored!r}; the stream had shown {pieces!r} before the crash")
+    said = [k.split(":", 2)[2] for k in seen if k.startswith("status:") and k.split(":", 2)[2]]
+    history = [get_message_text(m) for m in got.history]
+    it = iter(history)
+    expect(all(any(h == m for h in it) for m in said),
+           f"the status messages seen {said} are not all in the history {history}, in order")
+    streaming = await s.client(streaming=True)
+    try:
+        events = [e async for e in streaming.subscribe(SubscribeToTaskRequest(id=task_id))]
+    except UnsupportedOperationError as e:
+        out["subscribe"] = f"UnsupportedOperationError: {e.message}"
+    else:
+        raise Mismatch(f"subscribing to the failed Task gave events: {[event_key(e) for e in events]}")
+
+
 async def scenario_not_found(s: Session, out: dict) -> None:
     client = await s.client()
     missing = f"no-such-task-{uuid.uuid4()}"
@@ -631,6 +774,9 @@ RUN = {
     "subscribe-start": scenario_subscribe_start,
     "subscribe-after-restart": scenario_subscribe_after_restart,
     "not-found": scenario_not_found,
+    "events": scenario_events,
+    "events-start": scenario_events_start,
+    "events-after-restart": scenario_events_after_restart,
 }
 
 
@@ -689,7 +835,8 @@ def main() -> int:
         required=True,
         help="one or more of " + ", ".join(SCENARIOS) + ", comma-separated",
     )
-    parser.add_argument("--task-id", help="the Task of subscribe-after-restart")
+    parser.add_argument("--task-id", help="the Task of subscribe-after-restart, events-after-restart")
+    parser.add_argument("--seen", help="events-after-restart: the `seen` of events-start (JSON)")
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="seconds per wait (default 30)"
     )
@@ -700,6 +847,8 @@ def main() -> int:
         parser.error(f"unknown scenario {unknown}; choose from {', '.join(SCENARIOS)}")
     if "subscribe-after-restart" in args.scenarios and not args.task_id:
         parser.error("subscribe-after-restart needs --task-id")
+    if "events-after-restart" in args.scenarios and not (args.task_id and args.seen):
+        parser.error("events-after-restart needs --task-id and --seen")
     return asyncio.run(run(args))
 
 

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use toolnexus::{Task, TaskStore};
 
 pub mod a2a_client;
+pub mod agent_suite;
 pub mod node;
 pub mod pg;
 pub mod suite;

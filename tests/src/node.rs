@@ -7,9 +7,11 @@
 //!
 //! - `store/toolnexus-js-store.wasm`: the JavaScript store component (`js/store/`,
 //!   componentize-js);
+//! - `agent/toolnexus-js-agent.wasm`: the echo agent in JavaScript (`js/agent/`,
+//!   componentize-js; world `toolnexus:a2a/configurable-agent`);
 //! - `node-host/file-store/` and `node-host/js-store/`: the Rust file store and that JavaScript
 //!   component transpiled by jco, for the Node.js program `js/node-host/main.mjs`;
-//! - `component-cache/`: the compiled form of the JavaScript component (remove it to measure a
+//! - `component-cache/`: the compiled forms of the JavaScript components (remove it to measure a
 //!   cold compile again).
 //!
 //! The build scripts skip work whose inputs did not change, and one process at a time builds
@@ -26,6 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 use toolnexus::Task;
+use toolnexus::wasm::agent::WasmAgent;
 use toolnexus::wasm::{CacheDir, ComponentSource, LoadReport, WasmTaskStore};
 
 /// Set to `1` to make a missing Node.js or npm a test failure instead of a skip.
@@ -42,11 +45,13 @@ pub struct Js {
     pub js_dir: PathBuf,
     /// The JavaScript store component.
     pub store_wasm: PathBuf,
+    /// The echo agent component in JavaScript.
+    pub agent_wasm: PathBuf,
     /// jco's transpiled Rust file store, for `js/node-host/main.mjs`.
     pub node_bindings: PathBuf,
     /// jco's transpiled JavaScript store component, for the same program.
     pub js_store_bindings: PathBuf,
-    /// The compiled-component cache (`<target>/js/component-cache`).
+    /// The compiled-component cache (`<target>/js/component-cache`), holding both components.
     pub cache: PathBuf,
     /// How this process first got the compiled JavaScript component: compiled (cold cache) or
     /// loaded from the cache.
@@ -101,8 +106,9 @@ pub fn find_node_and_npm() -> Result<(PathBuf, PathBuf), String> {
 
 impl Js {
     /// Installs `js/node_modules` if stale, builds the JavaScript artifacts under `<target>/js/`
-    /// and loads the JavaScript store component once (compiling it, or reading its compiled
-    /// form from the cache), so callers after this find it compiled.
+    /// (each skipped when its inputs did not change) and loads the JavaScript store and agent
+    /// components once (compiling them, or reading their compiled forms from the cache), so
+    /// callers after this find them compiled.
     pub fn build(node: PathBuf, npm: PathBuf) -> Result<Js, String> {
         let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
             .parent()
@@ -123,6 +129,12 @@ impl Js {
             .arg("store/build.mjs")
             .arg("--out")
             .arg(&store_wasm))?;
+        let agent_wasm = out.join("agent/toolnexus-js-agent.wasm");
+        run(Command::new(&node)
+            .current_dir(&js_dir)
+            .arg("agent/build.mjs")
+            .arg("--out")
+            .arg(&agent_wasm))?;
         let rust_component = out.join("file-store.wasm");
         if fs::read(&rust_component).ok().as_deref() != Some(toolnexus::wasm::FILE_STORE_COMPONENT)
         {
@@ -156,10 +168,17 @@ impl Js {
             .cache(CacheDir::At(cache.clone()))
             .build_with_report()
             .map_err(|e| format!("the JavaScript store component does not load: {e}"))?;
+        // The agent likewise (into the same cache), and instantiated once: an agent the host
+        // refuses fails here, naming why, rather than in the middle of a test.
+        WasmAgent::builder(ComponentSource::File(agent_wasm.clone()))
+            .cache(CacheDir::At(cache.clone()))
+            .build()
+            .map_err(|e| format!("the JavaScript agent component does not load: {e}"))?;
         Ok(Js {
             node,
             js_dir,
             store_wasm,
+            agent_wasm,
             node_bindings,
             js_store_bindings,
             cache,

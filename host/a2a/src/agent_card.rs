@@ -1,6 +1,9 @@
-//! The agent card route: the card for the client's version, with HTTP caching.
+//! The agent card: made once per router from the operator's part ([`ServerConfig::card`]) and
+//! the server's (URL, tenants, tokens), and its route: the card for the client's version, with
+//! HTTP caching.
 
 use crate::app_state::AppState;
+use crate::config::ServerConfig;
 use crate::request_context::json_response;
 use crate::version_header::requested_version;
 use axum::extract::{Request, State};
@@ -9,6 +12,46 @@ use axum::response::{IntoResponse, Response};
 use serde_json::Value;
 use std::sync::Arc;
 use toolnexus_a2a_protocol::Version;
+use toolnexus_a2a_protocol::card::{Endpoint, card_json, echo_description};
+
+/// The two cards of a router, and the output modes the card declares (what
+/// `acceptedOutputModes` must admit: `ServiceConfig::output_modes`).
+pub(crate) struct Cards {
+    /// The pure 1.0 card, and its `ETag`.
+    pub(crate) v1: (String, String),
+    /// The 1.0 card with the 0.3 fields beside it, and its `ETag`.
+    pub(crate) compat: (String, String),
+    pub(crate) output_modes: Vec<String>,
+}
+
+impl Cards {
+    /// The cards of a router serving at `url` (the base URL clients reach).
+    pub(crate) fn new(config: &ServerConfig, url: &str) -> Cards {
+        let (about, output_modes) = match &config.card {
+            Some(card) => (card.members().clone(), card.output_modes()),
+            None => {
+                let modes = vec!["text/plain".to_owned()];
+                let about = echo_description(
+                    &config.name,
+                    &config.description,
+                    env!("CARGO_PKG_VERSION"),
+                    &modes,
+                );
+                (about, modes)
+            }
+        };
+        let endpoint = Endpoint {
+            url,
+            tenants: &config.tenants,
+            bearer_auth: config.tokens.is_some(),
+        };
+        Cards {
+            v1: card_entity(&card_json(&about, &endpoint, false)),
+            compat: card_entity(&card_json(&about, &endpoint, true)),
+            output_modes,
+        }
+    }
+}
 
 /// A card's text and its entity tag (a digest of the text).
 pub(crate) fn card_entity(card: &Value) -> (String, String) {

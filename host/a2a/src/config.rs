@@ -1,10 +1,13 @@
 //! The server's settings ([`ServerConfig`]) and their defaults.
 
 use crate::auth::Tokens;
+use crate::card_file::OperatorCard;
+use crate::public_url::PublicUrl;
 use crate::recovery_policy::Recovery;
+use crate::tls::TlsIdentity;
 use std::sync::Arc;
 use std::time::Duration;
-use toolnexus_a2a_protocol::{Agent, EchoAgent, Scope};
+use toolnexus_a2a_protocol::{Agent, AgentLimits, EchoAgent, Scope};
 
 /// Default of [`ServerConfig::header_read_timeout`].
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -31,14 +34,33 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// connection limits are then the host application's business.
 #[derive(Clone)]
 pub struct ServerConfig {
-    /// The agent's name on its card.
+    /// The agent's name on its card, unless [`card`](Self::card) gives one.
     pub name: String,
-    /// The agent's description on its card.
+    /// The agent's description on its card, unless [`card`](Self::card) gives one.
     pub description: String,
+    /// The operator's part of the agent card: name, description, version, provider, skills,
+    /// input and output modes, icon and documentation links (`tnstore serve --card FILE`,
+    /// [`OperatorCard::from_file`]). None (the default): the echo agent's card, from `name` and
+    /// `description`, with output mode `text/plain`. Its output modes are what a request's
+    /// `acceptedOutputModes` must admit. The server writes the rest of the card itself.
+    pub card: Option<OperatorCard>,
+    /// The base URL the card advertises for every interface: where clients reach the server
+    /// (`https://agent.example.com/`, a reverse proxy's address). None (the default):
+    /// [`serve`](crate::serve) advertises the address it listens on, `http://ADDR/`
+    /// (`https://ADDR/` with [`tls`](Self::tls)), and refuses a listener on an address other
+    /// than loopback, where that URL would not be one clients can use. A
+    /// [`router`](crate::router) advertises the URL it is given.
+    pub public_url: Option<PublicUrl>,
+    /// Serve HTTPS with this certificate and key ([`TlsIdentity::from_pem_files`]); only
+    /// [`serve`](crate::serve) uses it. None (the default): plain HTTP.
+    pub tls: Option<TlsIdentity>,
     /// The largest request body accepted, in bytes (default 1 MiB); larger ones get HTTP 413.
     pub max_body_bytes: usize,
     /// The agent logic.
     pub agent: Arc<dyn Agent>,
+    /// What one run of the agent may emit (default [`AgentLimits::default`]: 4 MiB per update,
+    /// 10,000 updates per run, 16 MiB per Task).
+    pub agent_limits: AgentLimits,
     /// How long a client has to send a whole request head (request line and headers), counted
     /// from the connection's accept, or on a kept-alive connection from the first byte of the
     /// next request (default 10 s). Past it the connection is closed without an answer.
@@ -93,8 +115,12 @@ impl Default for ServerConfig {
             name: "toolnexus echo agent".into(),
             description: "Echoes the text it is sent; every Task lives in a toolnexus task store."
                 .into(),
+            card: None,
+            public_url: None,
+            tls: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             agent: Arc::new(EchoAgent::default()),
+            agent_limits: AgentLimits::default(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,

@@ -18,6 +18,9 @@
 //! A connection past its deadline is dropped, which closes the socket. (A pipelining client
 //! whose next request head was partly read while the previous one was handled gets the idle
 //! timeout and then the header timeout for it: still bounded.)
+//!
+//! With TLS the handshake comes first, on the connection's own task (a slow client never holds
+//! up the accept loop), and counts towards the first request head's deadline.
 
 use axum::Router;
 use axum::body::Body;
@@ -30,9 +33,10 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 use tower_service::Service;
 
 /// How long the accept loop pauses after an accept error that is not about one connection
@@ -47,11 +51,16 @@ pub(crate) struct Limits {
     pub max_connections: usize,
 }
 
-/// Accepts connections on `listener` and serves `router` on each, at most
-/// `limits.max_connections` at once. Past the cap, the loop stops accepting until a connection
-/// closes: further clients wait in the listen backlog of the operating system (their TCP
-/// handshake may complete there, but no byte of theirs is read).
-pub(crate) async fn run(listener: TcpListener, router: Router, limits: Limits) -> io::Result<()> {
+/// Accepts connections on `listener` and serves `router` on each (over TLS with `tls`), at
+/// most `limits.max_connections` at once. Past the cap, the loop stops accepting until a
+/// connection closes: further clients wait in the listen backlog of the operating system (their
+/// TCP handshake may complete there, but no byte of theirs is read).
+pub(crate) async fn run(
+    listener: TcpListener,
+    router: Router,
+    limits: Limits,
+    tls: Option<TlsAcceptor>,
+) -> io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
     let builder = hyper::server::conn::http1::Builder::new();
     loop {
@@ -75,12 +84,40 @@ pub(crate) async fn run(listener: TcpListener, router: Router, limits: Limits) -
         }
         let router = router.clone();
         let builder = builder.clone();
+        let tls = tls.clone();
+        let accepted = Instant::now();
         tokio::spawn(async move {
-            serve_connection(stream, router, builder, limits).await;
+            match tls {
+                None => serve_connection(stream, accepted, router, builder, limits).await,
+                Some(acceptor) => {
+                    let handshake = tokio::time::timeout_at(
+                        deadline_after(accepted, limits.header_read_timeout),
+                        acceptor.accept(stream),
+                    );
+                    match handshake.await {
+                        Ok(Ok(stream)) => {
+                            serve_connection(stream, accepted, router, builder, limits).await;
+                        }
+                        Ok(Err(e)) => {
+                            tracing::debug!(target: "toolnexus::server", %peer, error = %e, "TLS handshake failed");
+                        }
+                        Err(_) => {
+                            tracing::debug!(target: "toolnexus::server", %peer, "TLS handshake too slow: closing");
+                        }
+                    }
+                }
+            }
             tracing::trace!(target: "toolnexus::server", %peer, "connection closed");
             drop(permit);
         });
     }
+}
+
+/// `since + timeout`, or far enough away to never come for a timeout too large to add.
+fn deadline_after(since: Instant, timeout: Duration) -> Instant {
+    since
+        .checked_add(timeout)
+        .unwrap_or_else(|| since + Duration::from_secs(86_400 * 365))
 }
 
 async fn accept_failed(e: io::Error) {
@@ -165,16 +202,20 @@ impl Watch {
     }
 }
 
-async fn serve_connection(
-    stream: TcpStream,
+/// Serves one connection (plain TCP, or TLS after its handshake) accepted at `accepted`.
+async fn serve_connection<S>(
+    stream: S,
+    accepted: Instant,
     router: Router,
     builder: hyper::server::conn::http1::Builder,
     limits: Limits,
-) {
+) where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let watch = Arc::new(Watch {
         header: limits.header_read_timeout,
         idle: limits.idle_timeout,
-        phase: Mutex::new(Phase::Head(Instant::now())),
+        phase: Mutex::new(Phase::Head(accepted)),
     });
     let io = TokioIo::new(Watched {
         inner: stream,
@@ -216,13 +257,13 @@ async fn serve_connection(
     }
 }
 
-/// The socket, telling the [`Watch`] when bytes move.
-struct Watched {
-    inner: TcpStream,
+/// The connection, telling the [`Watch`] when bytes move.
+struct Watched<S> {
+    inner: S,
     watch: Arc<Watch>,
 }
 
-impl AsyncRead for Watched {
+impl<S: AsyncRead + Unpin> AsyncRead for Watched<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -237,7 +278,7 @@ impl AsyncRead for Watched {
     }
 }
 
-impl AsyncWrite for Watched {
+impl<S: AsyncWrite + Unpin> AsyncWrite for Watched<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

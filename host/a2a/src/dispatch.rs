@@ -43,6 +43,22 @@ pub(crate) fn identify(
     (version, owner)
 }
 
+/// The extensions a request asks for: the `A2A-Extensions` header (0.3: `X-A2A-Extensions`),
+/// comma-separated URIs, each header line counted.
+pub(crate) fn requested_extensions(request: &Request) -> Vec<String> {
+    let headers = request.headers();
+    headers
+        .get_all("a2a-extensions")
+        .iter()
+        .chain(headers.get_all("x-a2a-extensions").iter())
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|uri| !uri.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Reads the whole body within the body timeout; `Err` is the answer to give instead.
 pub(crate) async fn read_body(
     state: &AppState,
@@ -74,8 +90,11 @@ pub(crate) async fn answer(
     state: &AppState,
     ctx: Ctx,
     tenant: Option<String>,
-    call: Call,
+    mut call: Call,
 ) -> Response {
+    if let Call::Send(params) = &mut call {
+        params.extensions = ctx.extensions.clone();
+    }
     let scope = Scope {
         tenant,
         owner: ctx.owner.clone(),

@@ -30,15 +30,8 @@ pub(crate) fn event_stream(state: &AppState, ctx: Ctx, subscription: Subscriptio
             };
             let (data, ended) = match next {
                 None => return None,
-                Some(Ok(event)) => (
-                    match ctx.binding {
-                        Binding::JsonRpc => {
-                            json!({"jsonrpc": "2.0", "id": ctx.rpc_id, "result": event})
-                        }
-                        Binding::Rest => event,
-                    },
-                    false,
-                ),
+                // As the binding carries it (0.3's HTTP+JSON: its protobuf JSON).
+                Some(Ok(event)) => (ctx.result(event), false),
                 Some(Err(e)) => {
                     ctx.log(&e);
                     let data = match ctx.binding {

@@ -2,7 +2,7 @@
 //! each also under `/{tenant}`.
 
 use crate::app_state::AppState;
-use crate::dispatch::{answer, identify, read_body};
+use crate::dispatch::{answer, identify, read_body, requested_extensions};
 use crate::request_context::{Binding, Ctx};
 use crate::request_id::RequestId;
 use crate::version_header::{VERSION_HEADER, requested_version, url_pairs};
@@ -39,6 +39,7 @@ pub(crate) async fn rest(
         binding: Binding::Rest,
         rpc_id: Value::Null,
         method: format!("{method} {path}"),
+        extensions: requested_extensions(&request),
     };
     ctx.version = match version {
         Ok(version) => version,

@@ -1,7 +1,7 @@
 //! The JSON-RPC 2.0 binding: `POST /`.
 
 use crate::app_state::AppState;
-use crate::dispatch::{answer, identify, read_body};
+use crate::dispatch::{answer, identify, read_body, requested_extensions};
 use crate::request_context::{Binding, Ctx};
 use crate::request_id::RequestId;
 use axum::extract::{Extension, Request, State};
@@ -25,6 +25,7 @@ pub(crate) async fn json_rpc(
         binding: Binding::JsonRpc,
         rpc_id: Value::Null,
         method: String::new(),
+        extensions: requested_extensions(&request),
     };
     let body = match read_body(&state, request, &request_id).await {
         Ok(body) => body,

@@ -5,7 +5,9 @@
 //! [`serve`] answers, on one port:
 //!
 //! - the agent card at `/.well-known/agent-card.json` (A2A 1.0 `supportedInterfaces`, with the
-//!   0.3 fields beside them);
+//!   0.3 fields beside them): the operator's description of the agent
+//!   ([`ServerConfig::card`], checked by [`OperatorCard`]), the URL clients reach
+//!   ([`ServerConfig::public_url`]) and an interface pair per tenant;
 //! - **JSON-RPC 2.0** at `/`: `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`,
 //!   `CancelTask`, `SubscribeToTask`, `DeleteTask`, and the 0.3 names (`message/send`,
 //!   `message/stream`, `tasks/get`, `tasks/list`, `tasks/cancel`, `tasks/resubscribe`,
@@ -32,6 +34,8 @@
 //! default), and with [`ServerConfig::retain`] it deletes terminal Tasks past that age in the
 //! background; both go through the store's `list` and `delete` ([`maintenance`]).
 //!
+//! With [`ServerConfig::tls`] ([`TlsIdentity`]), [`serve`] speaks HTTPS (rustls).
+//!
 //! [`serve`] also protects itself: each limit is a field of [`ServerConfig`] (defaults there).
 //! Every answer has an `x-request-id` header; an internal error (a store failing, say) reaches
 //! the client only as `internal error (request id …)`, while its details are logged (target
@@ -50,6 +54,7 @@
 mod agent_card;
 mod app_state;
 pub mod auth;
+mod card_file;
 mod config;
 mod conn;
 mod dispatch;
@@ -57,24 +62,30 @@ mod event_stream;
 mod http_json;
 mod jsonrpc;
 pub mod maintenance;
+mod public_url;
 mod recovery_policy;
 mod request_context;
 mod request_id;
 mod router;
 mod serve;
+mod tls;
 mod version_header;
 
 pub use auth::Tokens;
+pub use card_file::{CardError, CardProblem, OperatorCard};
 pub use config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BACKGROUND_TASKS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_LIST_BYTES, DEFAULT_POLL_INTERVAL, ServerConfig,
 };
 pub use maintenance::Recovery;
+pub use public_url::{PublicUrl, PublicUrlError};
 pub use request_id::REQUEST_ID_HEADER;
 pub use router::{router, router_stores};
 pub use serve::{serve, serve_stores, serve_stores_then};
+pub use tls::{TlsError, TlsIdentity};
 pub use toolnexus_a2a_protocol::{
-    Agent, EchoAgent, Reply, SingleStore, Stopped, Stores, Work, codes,
+    Agent, AgentLimits, Artifact, EchoAgent, EmitError, Message, Outcome, Part, PartContent,
+    Request, Role, SingleStore, Stores, Updater, Work, codes,
 };
 pub use version_header::VERSION_HEADER;

@@ -602,8 +602,8 @@ mod tests {
         async fn run(
             &self,
             _work: &mut toolnexus_a2a_protocol::Work,
-        ) -> Result<toolnexus_a2a_protocol::Reply, String> {
-            Ok(toolnexus_a2a_protocol::Reply::Completed(String::new()))
+        ) -> Result<toolnexus_a2a_protocol::Outcome, String> {
+            Ok(toolnexus_a2a_protocol::Outcome::Completed(None))
         }
         fn can_resume(&self) -> bool {
             true

@@ -27,6 +27,8 @@ pub(crate) struct Ctx {
     /// The JSON-RPC request id.
     pub(crate) rpc_id: Value,
     pub(crate) method: String,
+    /// The extensions the client asked for (`A2A-Extensions`), passed to the agent.
+    pub(crate) extensions: Vec<String>,
 }
 
 impl Ctx {
@@ -49,13 +51,13 @@ impl Ctx {
                 } else {
                     StatusCode::OK
                 };
-                with_auth_challenge(json_response(status, body.to_string()), &e)
+                with_auth_challenge(self.body_response(status, body.to_string()), &e)
             }
             Binding::Rest => {
                 let status =
                     StatusCode::from_u16(e.kind.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
                 with_auth_challenge(
-                    json_response(status, self.rest_error_body(&e).to_string()),
+                    self.body_response(status, self.rest_error_body(&e).to_string()),
                     &e,
                 )
             }
@@ -63,7 +65,21 @@ impl Ctx {
     }
 
     pub(crate) fn value(&self, value: Value) -> Response {
-        json_response(StatusCode::OK, self.result(value).to_string())
+        self.body_response(StatusCode::OK, self.result(value).to_string())
+    }
+
+    /// The media type of the binding's answers (and error answers): `application/a2a+json` for
+    /// A2A 1.0's HTTP+JSON binding (§11.1, §14.1); `application/json` for JSON-RPC (§9.1) and
+    /// for 0.3's HTTP+JSON binding, whose spec names it. Requests are read whichever they carry.
+    fn content_type(&self) -> &'static str {
+        match self.binding {
+            Binding::Rest if !self.rest03 => A2A_JSON,
+            _ => JSON,
+        }
+    }
+
+    fn body_response(&self, status: StatusCode, body: String) -> Response {
+        (status, [(header::CONTENT_TYPE, self.content_type())], body).into_response()
     }
 
     /// An answer or event as the binding carries it.
@@ -96,6 +112,11 @@ pub(crate) fn with_auth_challenge(mut response: Response, e: &A2aError) -> Respo
     response
 }
 
+/// JSON's media type: JSON-RPC's and the agent card's.
+const JSON: &str = "application/json";
+/// A2A's own media type (spec §14.1.1), for the HTTP+JSON binding of 1.0.
+const A2A_JSON: &str = "application/a2a+json";
+
 pub(crate) fn json_response(status: StatusCode, body: String) -> Response {
-    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    (status, [(header::CONTENT_TYPE, JSON)], body).into_response()
 }

@@ -1,7 +1,7 @@
 //! The routes, over a store or a [`Stores`] of namespaces, for [`serve`](crate::serve) or an
 //! application of your own.
 
-use crate::agent_card::{agent_card, card_entity};
+use crate::agent_card::{Cards, agent_card};
 use crate::app_state::AppState;
 use crate::config::ServerConfig;
 use crate::http_json::rest;
@@ -14,7 +14,6 @@ use futures_util::future::BoxFuture;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use toolnexus_a2a_protocol::card::{CardInfo, agent_card as card_json};
 use toolnexus_a2a_protocol::{Service, ServiceConfig, SingleStore, Spawn, Stores};
 use toolnexus_core::TaskStore;
 
@@ -36,17 +35,9 @@ pub fn router(store: Arc<dyn TaskStore>, config: ServerConfig, url: String) -> R
 /// [`router`] over the namespaces of `stores`.
 pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String) -> Router {
     let limit = config.max_body_bytes;
-    let output_modes = vec!["text/plain".to_owned()];
-    let info = CardInfo {
-        name: config.name.clone(),
-        description: config.description.clone(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        url,
-        bearer_auth: config.tokens.is_some(),
-        output_modes: output_modes.clone(),
-    };
-    let card_v1 = card_entity(&card_json(&info, false));
-    let card_compat = card_entity(&card_json(&info, true));
+    // The card (the operator's part from `config.card`, the server's from `url`, tenants and
+    // tokens), and the output modes it declares, which `acceptedOutputModes` must admit.
+    let cards = Cards::new(&config, &url);
     let service = Service::new(
         stores,
         ServiceConfig {
@@ -55,7 +46,8 @@ pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String)
             max_list_bytes: config.max_list_bytes,
             tenants: config.tenants.iter().cloned().collect::<HashSet<_>>(),
             poll_interval: config.poll_interval,
-            output_modes,
+            output_modes: cards.output_modes,
+            agent_limits: config.agent_limits,
             finish_read_to_write_delay: config.finish_read_to_write_delay,
         },
         Arc::new(TokioSpawn),
@@ -63,8 +55,8 @@ pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String)
     let state = Arc::new(AppState {
         service,
         config,
-        card_v1,
-        card_compat,
+        card_v1: cards.v1,
+        card_compat: cards.compat,
         // Whole seconds, as HTTP dates carry them, so `If-Modified-Since` compares exactly.
         card_modified: SystemTime::UNIX_EPOCH
             + Duration::from_secs(

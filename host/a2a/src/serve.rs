@@ -2,7 +2,9 @@
 
 use crate::config::ServerConfig;
 use crate::router::router_stores;
+use crate::tls::TlsIdentity;
 use crate::{conn, maintenance};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use toolnexus_a2a_protocol::{SingleStore, Stores};
 use toolnexus_core::TaskStore;
@@ -14,8 +16,14 @@ use toolnexus_core::TaskStore;
 /// clients that connect meanwhile wait in the listen backlog. With [`ServerConfig::retain`]
 /// it also runs retention in the background until the future ends.
 ///
-/// Errors only if the listener's address cannot be read. Accept errors (such as running out
-/// of file descriptors) are logged and retried after a short pause.
+/// With [`ServerConfig::tls`] it serves HTTPS. The agent card advertises
+/// [`ServerConfig::public_url`], else `http://ADDR/` (`https://ADDR/` with TLS) for the
+/// listener's address.
+///
+/// Errors if the listener's address cannot be read, and (kind `InvalidInput`, before anything
+/// is served) if the listener is on an address other than loopback and no public URL is set:
+/// a card advertising `0.0.0.0` or an internal address sends clients nowhere. Accept errors
+/// (such as running out of file descriptors) are logged and retried after a short pause.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     store: Arc<dyn TaskStore>,
@@ -47,7 +55,7 @@ pub async fn serve_stores_then(
     ready: impl FnOnce() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let started = maintenance::now();
-    let url = format!("http://{}/", listener.local_addr()?);
+    let url = advertised_url(listener.local_addr()?, &config)?;
     let limits = conn::Limits {
         header_read_timeout: config.header_read_timeout,
         idle_timeout: config.idle_timeout,
@@ -77,7 +85,33 @@ pub async fn serve_stores_then(
             .collect(),
     };
     ready()?;
-    conn::run(listener, router_stores(stores, config, url), limits).await
+    let tls = config.tls.as_ref().map(TlsIdentity::acceptor);
+    conn::run(listener, router_stores(stores, config, url), limits, tls).await
+}
+
+/// The base URL the card advertises: the public URL, else the listener's own address when that
+/// is loopback (reachable as written from the same machine).
+fn advertised_url(local: SocketAddr, config: &ServerConfig) -> std::io::Result<String> {
+    if let Some(url) = &config.public_url {
+        return Ok(url.to_string());
+    }
+    let scheme = if config.tls.is_some() {
+        "https"
+    } else {
+        "http"
+    };
+    if !local.ip().is_loopback() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "listening on {local}, not a loopback address, with no public URL: the agent \
+                 card would send clients to {scheme}://{local}/. Give the URL clients reach \
+                 (tnstore serve --public-url https://agent.example.com/; \
+                 ServerConfig::public_url)"
+            ),
+        ));
+    }
+    Ok(format!("{scheme}://{local}/"))
 }
 
 /// A background task that ends with its owner.

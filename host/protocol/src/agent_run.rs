@@ -1,50 +1,79 @@
-//! An agent's run in the background: `submitted → working →` its outcome, each a transition,
-//! its partial output saved as it comes, and its cancel signal.
+//! An agent's run in the background: `submitted → working →` its outcome, each a transition
+//! whose event goes to the Task's live subscribers once saved, and its cancel signal.
 
-use crate::agent::{Reply, Sink, Stopped, Work};
-use crate::error::{A2aError, ErrorKind};
-use crate::scope::At;
+use crate::agent::{Message, Outcome, Request, Work};
+use crate::error::A2aError;
+use crate::live_events::{Event, TaskEvents};
+use crate::run_updates::RunSink;
+use crate::scope::{At, Scope};
 use crate::service_state::ServiceState;
-use crate::task_json::{agent_message, append_reply, has_artifact, new_id, with_status};
-use serde_json::Value;
-use std::sync::Arc;
+use crate::task_json::with_status;
+use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use tokio::sync::{OwnedSemaphorePermit, watch};
 use toolnexus_core::state::is_terminal_state;
 use toolnexus_core::transition::Step;
 use toolnexus_core::{Task, task_state};
 
+/// What a `SendMessage` passes on to its run besides the Task and the message.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RunContext {
+    pub(crate) scope: Scope,
+    pub(crate) continued: bool,
+    pub(crate) metadata: Option<Value>,
+    pub(crate) accepted_output_modes: Vec<String>,
+    pub(crate) extensions: Vec<String>,
+}
+
+/// What a run works on: the Task (saved `submitted`), the message it answers, and the rest
+/// of the request.
+pub(crate) struct RunInput {
+    pub(crate) task: Task,
+    pub(crate) message: Value,
+    pub(crate) context: RunContext,
+}
+
+/// How a run ended, for a `SendMessage` that waits for it.
+#[derive(Default)]
+pub(crate) struct RunEnd {
+    /// Set once the run is over (whatever it saved).
+    pub(crate) finished: AtomicBool,
+    /// The agent's direct answer, set before the Task is saved `completed` with it.
+    pub(crate) reply: OnceLock<Value>,
+}
+
 impl ServiceState {
+    /// Runs the agent on `task` (saved `submitted`) in the background; its events go to `live`.
     pub(crate) fn start_agent(
         self: &Arc<Self>,
         at: &At,
-        task: Task,
-        message: Value,
+        input: RunInput,
         permit: OwnedSemaphorePermit,
-        finished: Arc<AtomicBool>,
+        live: Arc<TaskEvents>,
+        end: Arc<RunEnd>,
     ) {
         let inner = Arc::clone(self);
         let at = at.clone();
         let (cancel_tx, cancel_rx) = watch::channel(false);
         self.lock_map(&self.cancels)
-            .insert(at.key(task.id()), cancel_tx);
+            .insert(at.key(input.task.id()), cancel_tx);
         self.spawn.spawn(Box::pin(async move {
             let _permit = permit;
-            let id = task.id().to_owned();
-            if let Err(e) = inner.run_agent(&at, task, message, cancel_rx).await {
+            let id = input.task.id().to_owned();
+            let key = at.key(&id);
+            let run = inner.run_agent(&at, input, cancel_rx, &live, &end);
+            if let Err(e) = run.await {
                 tracing::warn!(target: "toolnexus::server", task_id = %id, error = %e.detail(),
                     "background transition failed");
             }
-            inner.lock_map(&inner.cancels).remove(&at.key(&id));
+            inner.lock_map(&inner.cancels).remove(&key);
             inner.forget_lock(&at, &id);
-            finished.store(true, Ordering::Release);
+            inner.live.close(&key, &live);
+            end.finished.store(true, Ordering::Release);
             // Whatever happened, waiters read the Task once more.
-            inner.wake_always(&at, &id);
+            inner.announce_save(&at, &id);
         }));
-    }
-
-    fn wake_always(&self, at: &At, id: &str) {
-        self.announce_save(at, id);
     }
 
     /// `submitted → working →` the agent's outcome, each saved, unless the Task was canceled
@@ -52,9 +81,14 @@ impl ServiceState {
     async fn run_agent(
         self: &Arc<Self>,
         at: &At,
-        task: Task,
-        message: Value,
+        RunInput {
+            task,
+            message,
+            context,
+        }: RunInput,
         cancel: watch::Receiver<bool>,
+        live: &Arc<TaskEvents>,
+        end: &RunEnd,
     ) -> Result<(), A2aError> {
         let id = task.id().to_owned();
         let step = |current: &Task| {
@@ -66,20 +100,51 @@ impl ServiceState {
         let Some(working) = self.transition(at, &id, Some(&task), step).await? else {
             return Ok(());
         };
-        let artifact_id = new_id();
-        let sink = Arc::new(ReplySink {
-            inner: Arc::clone(self),
-            at: at.clone(),
-            id: id.clone(),
-            artifact_id: artifact_id.clone(),
-        });
-        let mut work = Work {
-            task: working.clone(),
+        let status = working.get("status").cloned().unwrap_or_default();
+        live.publish(
+            working.clone().into_value(),
+            vec![Event::Status {
+                status,
+                final_: false,
+            }],
+        );
+        let request = request_of(&working, &message, context);
+        let sink = Arc::new(RunSink::new(
+            Arc::clone(self),
+            at.clone(),
+            id.clone(),
+            Arc::clone(live),
+        ));
+        let mut work = Work::new(
+            working.clone(),
             message,
+            request,
+            Arc::clone(&sink) as _,
             cancel,
-            sink,
-        };
+        );
         let outcome = self.config.agent.run(&mut work).await;
+        let outcome = match outcome {
+            Ok(Outcome::Reply(_)) if sink.emitted() => Outcome::Failed(Some(Message::agent_text(
+                "the agent answered with a message after emitting updates",
+            ))),
+            Ok(outcome) => outcome,
+            Err(reason) => Outcome::Failed(Some(Message::agent_text(reason))),
+        };
+        let context_id = working.get("contextId").cloned().unwrap_or_default();
+        let (state, status_message, reply) = match outcome {
+            Outcome::Completed(m) => ("completed", m, None),
+            Outcome::Failed(m) => ("failed", m, None),
+            Outcome::Rejected(m) => ("rejected", m, None),
+            Outcome::Canceled(m) => ("canceled", m, None),
+            Outcome::InputRequired(m) => ("input-required", m, None),
+            Outcome::AuthRequired(m) => ("auth-required", m, None),
+            Outcome::Reply(m) => ("completed", None, Some(m.to_stored(&id, &context_id))),
+        };
+        let status_message = status_message.map(|m| m.to_stored(&id, &context_id));
+        if let Some(reply) = &reply {
+            // Before the save: a waiter that sees the Task completed finds the reply set.
+            let _ = end.reply.set(reply.clone());
+        }
         let stage = self.config.finish_read_to_write_delay;
         let step = |current: &Task| {
             if is_terminal_state(task_state(current)) {
@@ -89,59 +154,59 @@ impl ServiceState {
                 // The test hook: blocks this worker thread, which only tests ever ask for.
                 std::thread::sleep(stage);
             }
-            let done = match &outcome {
-                Ok(Reply::Completed(text)) => {
-                    let mut value = with_status(current, "completed", None)?.into_value();
-                    if !text.is_empty() || !has_artifact(&value, &artifact_id) {
-                        append_reply(&mut value, &artifact_id, text);
-                    }
-                    Task::try_from(value)?
+            let mut done = with_status(current, state, status_message.clone())?.into_value();
+            if let Some(reply) = &reply {
+                match done.get_mut("history") {
+                    Some(Value::Array(history)) => history.push(reply.clone()),
+                    _ => done["history"] = json!([reply]),
                 }
-                Ok(Reply::InputRequired(question)) => with_status(
-                    current,
-                    "input-required",
-                    Some(agent_message(current, question)),
-                )?,
-                Err(reason) => {
-                    with_status(current, "failed", Some(agent_message(current, reason)))?
-                }
-            };
-            Ok(Step::Save(done))
+            }
+            Ok(Step::Save(Task::try_from(done)?))
         };
-        self.transition(at, &id, Some(&working), step)
-            .await
-            .map(drop)
+        if let Some(saved) = self.transition(at, &id, Some(&working), step).await? {
+            let mut events = Vec::with_capacity(2);
+            if let Some(reply) = reply {
+                events.push(Event::Message(reply));
+            }
+            events.push(Event::Status {
+                status: saved.get("status").cloned().unwrap_or_default(),
+                final_: true,
+            });
+            live.publish(saved.into_value(), events);
+        }
+        Ok(())
     }
 }
 
-/// Saves an agent's partial output: each piece appended to its reply artifact.
-struct ReplySink {
-    inner: Arc<ServiceState>,
-    at: At,
-    id: String,
-    artifact_id: String,
-}
-
-#[async_trait::async_trait]
-impl Sink for ReplySink {
-    async fn append_text(&self, text: &str) -> Result<(), Stopped> {
-        let step = |current: &Task| {
-            if is_terminal_state(task_state(current)) {
-                return Err(A2aError::new(ErrorKind::UnsupportedOperation, "stopped"));
-            }
-            let mut value = current.clone().into_value();
-            append_reply(&mut value, &self.artifact_id, text);
-            Ok(Step::Save(Task::try_from(value)?))
-        };
-        match self.inner.transition(&self.at, &self.id, None, step).await {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                if e.kind != ErrorKind::UnsupportedOperation {
-                    tracing::warn!(target: "toolnexus::server", task_id = %self.id,
-                        error = %e.detail(), "saving an agent's partial reply failed");
-                }
-                Err(Stopped)
-            }
-        }
+/// What the agent is asked, from the Task as saved `working` and the message it answers.
+fn request_of(working: &Task, message: &Value, context: RunContext) -> Request {
+    let text = |key: &str| {
+        working
+            .get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let mut history: Vec<Message> = working
+        .get("history")
+        .and_then(Value::as_array)
+        .map(|h| h.iter().map(Message::from_stored).collect())
+        .unwrap_or_default();
+    // The history ends with the message this run answers.
+    let message = Message::from_stored(message);
+    if history.last() == Some(&message) {
+        history.pop();
+    }
+    Request {
+        task_id: working.id().to_owned(),
+        context_id: text("contextId"),
+        continued: context.continued,
+        message,
+        history,
+        metadata: context.metadata.and_then(|m| m.as_object().cloned()),
+        accepted_output_modes: context.accepted_output_modes,
+        owner: context.scope.owner,
+        tenant: context.scope.tenant,
+        extensions: context.extensions,
     }
 }

@@ -64,6 +64,11 @@ pub struct SendParams {
     pub accepted_output_modes: Vec<String>,
     /// A push-notification config was given: refused (-32003).
     pub push_config: bool,
+    /// The request's `metadata` (a JSON object), passed to the agent.
+    pub metadata: Option<Value>,
+    /// URIs of the extensions the client asked for (the `A2A-Extensions` header; the
+    /// transport fills it in), passed to the agent.
+    pub extensions: Vec<String>,
 }
 
 /// `ListTasks`' arguments.
@@ -219,7 +224,7 @@ struct Params<'a> {
 
 impl Params<'_> {
     fn bad(&self, key: &str, what: &str) -> A2aError {
-        A2aError::invalid(format!("{}{key} {what}", self.prefix))
+        A2aError::invalid_field(&format!("{}{key}", self.prefix), what)
     }
 
     fn get(&self, key: &str) -> Option<&Value> {
@@ -295,7 +300,14 @@ fn send_params(p: &Params<'_>, streaming: bool, immediately: bool) -> Result<Sen
         history_length: None,
         accepted_output_modes: Vec::new(),
         push_config: false,
+        metadata: None,
+        extensions: Vec::new(),
     };
+    match p.get("metadata") {
+        None | Some(Value::Null) => {}
+        Some(metadata @ Value::Object(_)) => params.metadata = Some(metadata.clone()),
+        Some(_) => return Err(p.bad("metadata", "must be an object")),
+    }
     if let Some(config) = p.nested("configuration")? {
         let config = Params {
             map: config.map,

@@ -2,11 +2,13 @@
 //! told to stop.
 
 use crate::error::{A2aError, ErrorKind};
+use crate::live_events::Event;
 use crate::scope::At;
 use crate::service_state::ServiceState;
 use crate::task_json::with_status;
 use crate::wire::{Version, task_out};
 use serde_json::Value;
+use std::sync::Arc;
 use toolnexus_core::state::is_terminal_state;
 use toolnexus_core::transition::Step;
 use toolnexus_core::{Task, task_state};
@@ -29,10 +31,34 @@ impl ServiceState {
             Ok(Step::Save(with_status(task, "canceled", None)?))
         };
         let result = self.transition(at, id, None, step).await;
-        if result.is_ok()
-            && let Some(signal) = self.lock_map(&self.cancels).get(&at.key(id))
-        {
-            signal.send_replace(true);
+        if let Ok(Some(canceled)) = &result {
+            // The run's subscribers get the cancel as the run's last event.
+            if let Some(events) = self.live.get(&at.key(id)) {
+                let status = canceled.get("status").cloned().unwrap_or_default();
+                events.publish(
+                    canceled.clone().into_value(),
+                    vec![Event::Status {
+                        status,
+                        final_: true,
+                    }],
+                );
+            }
+            if let Some(signal) = self.lock_map(&self.cancels).get(&at.key(id)) {
+                signal.send_replace(true);
+            }
+            // The agent may release what it holds elsewhere; the Task stays canceled.
+            let agent = Arc::clone(&self.config.agent);
+            let (task_id, context_id) = (
+                id.to_owned(),
+                canceled
+                    .get("contextId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+            self.spawn.spawn(Box::pin(async move {
+                agent.cancel(&task_id, &context_id).await;
+            }));
         }
         let canceled =
             result?.ok_or_else(|| A2aError::internal(format!("task {id} was not canceled")))?;

@@ -59,11 +59,11 @@ impl ErrorKind {
         }
     }
 
-    /// The HTTP status of the HTTP+JSON binding (A2A 1.0 §5.4).
+    /// The HTTP status of the HTTP+JSON binding (A2A 1.0.1 §5.4: every A2A error but
+    /// TaskNotFound is 400, told apart by its `ErrorInfo` reason).
     pub fn http_status(self) -> u16 {
         match self {
             ErrorKind::TaskNotFound | ErrorKind::MethodNotFound => 404,
-            ErrorKind::TaskNotCancelable => 409,
             ErrorKind::Internal => 500,
             ErrorKind::ServerBusy => 503,
             ErrorKind::Unauthenticated => 401,
@@ -71,21 +71,23 @@ impl ErrorKind {
         }
     }
 
-    /// The `google.rpc.Code` name of the HTTP+JSON binding's error body.
+    /// The `google.rpc.Code` name of the HTTP+JSON binding's error body (A2A 1.0.1 §5.4's gRPC
+    /// status column).
     pub fn status_name(self) -> &'static str {
         match self {
             ErrorKind::TaskNotFound | ErrorKind::MethodNotFound => "NOT_FOUND",
             ErrorKind::Internal => "INTERNAL",
             ErrorKind::ServerBusy => "UNAVAILABLE",
             ErrorKind::Unauthenticated => "UNAUTHENTICATED",
-            ErrorKind::UnsupportedOperation
-            | ErrorKind::PushNotificationNotSupported
-            | ErrorKind::VersionNotSupported => "UNIMPLEMENTED",
             ErrorKind::Parse
             | ErrorKind::InvalidRequest
             | ErrorKind::InvalidParams
             | ErrorKind::ContentTypeNotSupported => "INVALID_ARGUMENT",
-            _ => "FAILED_PRECONDITION",
+            ErrorKind::TaskNotCancelable
+            | ErrorKind::PushNotificationNotSupported
+            | ErrorKind::UnsupportedOperation
+            | ErrorKind::ExtendedCardNotConfigured
+            | ErrorKind::VersionNotSupported => "FAILED_PRECONDITION",
         }
     }
 
@@ -159,21 +161,44 @@ pub struct A2aError {
     pub kind: ErrorKind,
     pub message: String,
     pub detail: Option<String>,
+    /// For [`ErrorKind::InvalidParams`]: the path of the refused field in the request
+    /// (`message.parts`, `pageSize`), or `""` when the request as a whole is refused. It is
+    /// the `google.rpc.BadRequest` field violation both bindings carry.
+    pub field: Option<String>,
 }
 
 impl A2aError {
-    /// An error that is the caller's, whose message is safe to show.
+    /// An error that is the caller's, whose message is safe to show. An
+    /// [`ErrorKind::InvalidParams`] one names its field as [`A2aError::invalid`] does.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        let message = message.into();
+        let field = (kind == ErrorKind::InvalidParams).then(|| field_of(&message));
         A2aError {
             kind,
-            message: message.into(),
+            message,
             detail: None,
+            field,
         }
     }
 
-    /// Arguments refused: -32602.
+    /// Arguments refused: -32602. The message starts with the path of the refused field
+    /// (`message.parts must be a non-empty array`, `params.pageSize must be …`,
+    /// `message.parts[0]: …`), which becomes the error's [`field`](A2aError::field); a
+    /// message that does not (`the request body must be a JSON object`) refuses the whole
+    /// request. [`A2aError::invalid_field`] names the field outright.
     pub fn invalid(message: impl Into<String>) -> Self {
         A2aError::new(ErrorKind::InvalidParams, message)
+    }
+
+    /// Arguments refused (-32602) because of `field` (a path in the request: `pageToken`,
+    /// `message.parts[0]`): the message is the field followed by `description`.
+    pub fn invalid_field(field: &str, description: &str) -> Self {
+        A2aError {
+            kind: ErrorKind::InvalidParams,
+            message: format!("{field} {description}"),
+            detail: None,
+            field: Some(request_path(field).to_owned()),
+        }
     }
 
     /// No such Task (or none this caller may see).
@@ -187,6 +212,7 @@ impl A2aError {
             kind: ErrorKind::Internal,
             message: "internal error".into(),
             detail: Some(detail.into()),
+            field: None,
         }
     }
 
@@ -210,14 +236,23 @@ impl A2aError {
         }
     }
 
-    /// The typed details both bindings carry: one `google.rpc.ErrorInfo`.
+    /// The typed details both bindings carry (A2A 1.0.1 §9.5, §11.6): a `google.rpc.ErrorInfo`
+    /// always, first (clients take the first `ErrorInfo` for the error's reason); for refused
+    /// arguments also a `google.rpc.BadRequest` naming the field.
     pub fn details(&self) -> Value {
-        json!([{
+        let mut details = vec![json!({
             "@type": "type.googleapis.com/google.rpc.ErrorInfo",
             "reason": self.kind.reason(),
             "domain": "a2a-protocol.org",
             "metadata": {},
-        }])
+        })];
+        if let Some(field) = &self.field {
+            details.push(json!({
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": [{"field": field, "description": self.message}],
+            }));
+        }
+        Value::Array(details)
     }
 
     /// The `error` member of a JSON-RPC answer.
@@ -233,6 +268,48 @@ impl A2aError {
             "message": self.public_message(request_id),
             "details": self.details(),
         }})
+    }
+}
+
+/// The field an invalid-params message names, the way the request parsers word their refusals:
+/// its first word when that is a field path no English word looks like (`message.parts[0]`,
+/// `params.pageSize`, `historyLength`), or a plain name followed by ` must`, ` is` or `:`
+/// (`id is empty`); `""` (the whole request) otherwise.
+fn field_of(message: &str) -> String {
+    let end = message.find([' ', ':']).unwrap_or(message.len());
+    let (path, rest) = message.split_at(end);
+    let unmistakable = path.contains(['.', '[']) || path.contains(|c: char| c.is_ascii_uppercase());
+    let worded_as_field =
+        rest.starts_with(" must ") || rest.starts_with(" is ") || rest.starts_with(':');
+    if (unmistakable || worded_as_field) && is_field_path(path) {
+        request_path(path).to_owned()
+    } else {
+        String::new()
+    }
+}
+
+/// `message.parts[0].text`, `pageSize`: dot-separated camelCase names, each optionally indexed.
+fn is_field_path(path: &str) -> bool {
+    !path.is_empty()
+        && path.split('.').all(|segment| {
+            let name = segment.split('[').next().unwrap_or("");
+            let indexes = &segment[name.len()..];
+            name.starts_with(|c: char| c.is_ascii_lowercase())
+                && name.chars().all(|c| c.is_ascii_alphanumeric())
+                && indexes.split_terminator(']').all(|index| {
+                    index
+                        .strip_prefix('[')
+                        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                })
+                && (indexes.is_empty() || indexes.ends_with(']'))
+        })
+}
+
+/// A field path relative to the request message: JSON-RPC's `params.` is the request itself.
+fn request_path(path: &str) -> &str {
+    match path {
+        "params" => "",
+        _ => path.strip_prefix("params.").unwrap_or(path),
     }
 }
 
@@ -262,9 +339,142 @@ impl From<StoreError> for A2aError {
             StoreError::Rejected { reason, .. } => {
                 A2aError::invalid(format!("the store refused the request: {reason}"))
             }
-            // A page token the store did not make: the caller's.
-            StoreError::InvalidQuery { reason } => A2aError::invalid(reason.clone()),
+            // A page token the store did not make (or a query it refuses): the caller's.
+            StoreError::InvalidQuery { reason } => A2aError {
+                field: Some(if reason.contains("page token") {
+                    "pageToken".into()
+                } else {
+                    String::new()
+                }),
+                ..A2aError::invalid(reason.clone())
+            },
             _ => A2aError::internal(err.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A2A 1.0.1 §5.4, row by row: code, HTTP status, gRPC status.
+    #[test]
+    fn the_error_table_is_the_one_of_a2a_1_0_1() {
+        let rows = [
+            (ErrorKind::TaskNotFound, -32001, 404, "NOT_FOUND"),
+            (
+                ErrorKind::TaskNotCancelable,
+                -32002,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (
+                ErrorKind::PushNotificationNotSupported,
+                -32003,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (
+                ErrorKind::UnsupportedOperation,
+                -32004,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (
+                ErrorKind::ContentTypeNotSupported,
+                -32005,
+                400,
+                "INVALID_ARGUMENT",
+            ),
+            (
+                ErrorKind::ExtendedCardNotConfigured,
+                -32007,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (
+                ErrorKind::VersionNotSupported,
+                -32009,
+                400,
+                "FAILED_PRECONDITION",
+            ),
+            (ErrorKind::InvalidParams, -32602, 400, "INVALID_ARGUMENT"),
+        ];
+        for (kind, code, http, status) in rows {
+            assert_eq!(
+                (kind.code(), kind.http_status(), kind.status_name()),
+                (code, http, status),
+                "{kind:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn refused_arguments_name_their_field_after_the_error_info() {
+        let cases = [
+            ("params.pageSize must be between 1 and 100", "pageSize"),
+            ("message.parts must be a non-empty array", "message.parts"),
+            (
+                "message.parts[0]: a text part needs a string \"text\"",
+                "message.parts[0]",
+            ),
+            (
+                "configuration.historyLength must not be negative",
+                "configuration.historyLength",
+            ),
+            ("id is empty", "id"),
+            (
+                "message.contextId \"c\" is not the context of task t",
+                "message.contextId",
+            ),
+            (
+                "statusTimestampAfter 2026 is invalid",
+                "statusTimestampAfter",
+            ),
+            ("invalid task id \"\": empty", ""),
+            ("params must be an object", ""),
+            ("the request body must be a JSON object", ""),
+            ("the task id in the path is empty", ""),
+            ("a tenant is 1 to 64 of A-Z a-z 0-9 . _ -", ""),
+            ("message.parts[x] must be an object", ""),
+            ("Message must be an object", ""),
+        ];
+        for (message, field) in cases {
+            let details = A2aError::invalid(message).details();
+            assert_eq!(details[0]["reason"], "INVALID_PARAMS", "{message}");
+            assert_eq!(
+                details[1]["@type"],
+                "type.googleapis.com/google.rpc.BadRequest"
+            );
+            assert_eq!(
+                details[1]["fieldViolations"][0]["field"], field,
+                "{message}"
+            );
+            assert_eq!(details[1]["fieldViolations"][0]["description"], message);
+        }
+        let named = A2aError::invalid_field("params.pageToken", "is not one this server made");
+        assert_eq!(named.field.as_deref(), Some("pageToken"));
+        assert_eq!(
+            named.message,
+            "params.pageToken is not one this server made"
+        );
+        let token = A2aError::from(StoreError::InvalidQuery {
+            reason: "invalid page token: too long".into(),
+        });
+        assert_eq!(
+            token.details()[1]["fieldViolations"][0]["field"],
+            "pageToken"
+        );
+    }
+
+    #[test]
+    fn other_errors_carry_only_the_error_info() {
+        for e in [
+            A2aError::not_found("t"),
+            A2aError::internal("disk full"),
+            A2aError::new(ErrorKind::TaskNotCancelable, "task t is completed"),
+        ] {
+            assert_eq!(e.details().as_array().unwrap().len(), 1, "{e}");
         }
     }
 }

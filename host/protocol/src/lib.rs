@@ -24,7 +24,9 @@ mod cancel;
 pub mod card;
 pub mod error;
 mod list;
+mod live_events;
 pub mod rest03;
+mod run_updates;
 mod save_listeners;
 mod scope;
 mod send;
@@ -36,9 +38,13 @@ mod subscription;
 mod task_json;
 pub mod wire;
 
-pub use agent::{Agent, EchoAgent, Reply, Stopped, Work};
+pub use agent::{
+    Agent, Artifact, EchoAgent, EmitError, Message, Metadata, Outcome, Part, PartContent, Request,
+    Role, Updater, Work,
+};
 pub use call::{Call, ListParams, Parsed, SendParams};
 pub use error::{A2aError, ErrorKind, codes};
+pub use run_updates::AgentLimits;
 pub use service::{
     Answer, Scope, Service, ServiceConfig, SingleStore, Spawn, Stores, Subscription,
 };

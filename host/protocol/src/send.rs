@@ -2,18 +2,19 @@
 //! for input; the agent started in the background; answered at once, when settled, or as a
 //! stream.
 
+use crate::agent_run::{RunContext, RunEnd, RunInput};
 use crate::answer::Answer;
 use crate::call::SendParams;
 use crate::error::{A2aError, ErrorKind};
 use crate::save_listeners::{SaveListener, wait_for_change};
-use crate::scope::At;
+use crate::scope::{At, Scope};
 use crate::service_state::ServiceState;
 use crate::subscription::Subscription;
 use crate::task_json::{is_interrupted, is_settled, new_id, now, task_answer, with_status};
 use crate::wire::{self, Version, message_in};
 use serde_json::{Value, json};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use toolnexus_core::state::{TaskState, is_terminal_state};
 use toolnexus_core::transition::Step;
 use toolnexus_core::{Expect, StoreError, Task, task_state};
@@ -59,6 +60,7 @@ impl ServiceState {
     pub(crate) async fn send(
         self: &Arc<Self>,
         at: &At,
+        scope: &Scope,
         params: SendParams,
         version: Version,
     ) -> Result<Answer, A2aError> {
@@ -71,11 +73,12 @@ impl ServiceState {
         self.check_output_modes(&params.accepted_output_modes)?;
         let mut message = message_in(Some(&params.message), "message")?;
         let permit = self.permit()?;
-        let task = match message
+        let continued_id = message
             .get("taskId")
             .and_then(Value::as_str)
-            .map(str::to_owned)
-        {
+            .map(str::to_owned);
+        let continued = continued_id.is_some();
+        let task = match continued_id {
             Some(id) => self.continue_task(at, &id, &mut message).await?,
             None => {
                 let context_id = message
@@ -102,26 +105,49 @@ impl ServiceState {
             }
         };
         let id = task.id().to_owned();
-        // Listening before the agent starts: no save of its can be missed.
+        // Listening before the agent starts: no save or event of its can be missed.
         let saves = self.listen_for_saves(at, &id);
-        let finished = Arc::new(AtomicBool::new(false));
-        self.start_agent(at, task.clone(), message, permit, Arc::clone(&finished));
-        let snapshot = task.into_value();
-        if params.streaming {
+        let snapshot = task.clone().into_value();
+        let live = self.live.open(at.key(&id), snapshot.clone());
+        let stream = params.streaming.then(|| live.attach());
+        let end = Arc::new(RunEnd::default());
+        let context = RunContext {
+            scope: scope.clone(),
+            continued,
+            metadata: params.metadata,
+            accepted_output_modes: params.accepted_output_modes,
+            extensions: params.extensions,
+        };
+        let input = RunInput {
+            task,
+            message,
+            context,
+        };
+        self.start_agent(at, input, permit, live, Arc::clone(&end));
+        if let Some((snapshot, events)) = stream {
             return Ok(Answer::Stream(Subscription::new(
+                Arc::clone(self),
                 at.clone(),
                 id,
                 version,
                 saves,
-                snapshot,
+                (snapshot, Some(events)),
                 true,
-                self.config.poll_interval,
             )));
         }
         let task = if params.return_immediately {
             snapshot
         } else {
-            self.settled(at, &id, saves, &finished).await?
+            match self.settled(at, &id, saves, &end).await? {
+                Settled::Task(task) => task,
+                Settled::Reply(message) => {
+                    let message = wire::message_out(&message, version);
+                    return Ok(Answer::Value(match version {
+                        Version::V1_0 => json!({"message": message}),
+                        Version::V0_3 => message,
+                    }));
+                }
+            }
         };
         let answer = task_answer(task, params.history_length, version);
         Ok(Answer::Value(match version {
@@ -188,16 +214,17 @@ impl ServiceState {
     }
 
     /// Waits until Task `id` is terminal or waits for input (or its agent ended without
-    /// getting it there: a store failure, logged), then answers it as stored.
+    /// getting it there: a store failure, logged), then answers it as stored, or the agent's
+    /// direct answer.
     async fn settled(
         &self,
         at: &At,
         id: &str,
         mut saves: SaveListener,
-        finished: &AtomicBool,
-    ) -> Result<Value, A2aError> {
+        end: &RunEnd,
+    ) -> Result<Settled, A2aError> {
         loop {
-            let done = finished.load(Ordering::Acquire);
+            let done = end.finished.load(Ordering::Acquire);
             let task = at
                 .store
                 .get(id)
@@ -205,9 +232,21 @@ impl ServiceState {
                 .ok_or_else(|| A2aError::not_found(id))?;
             let task = task.into_value();
             if done || is_settled(&task) {
-                return Ok(task);
+                // The reply is set before the Task is saved with it.
+                return Ok(match end.reply.get() {
+                    Some(message) => Settled::Reply(message.clone()),
+                    None => Settled::Task(task),
+                });
             }
             wait_for_change(&mut saves, self.config.poll_interval).await;
         }
     }
+}
+
+/// What a waiting `SendMessage` answers.
+enum Settled {
+    /// The Task, settled (or as it was left).
+    Task(Value),
+    /// The agent's direct answer.
+    Reply(Value),
 }

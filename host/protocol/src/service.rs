@@ -68,7 +68,7 @@ impl Service {
         };
         let inner = &self.inner;
         match call {
-            Call::Send(params) => inner.send(&at, params, version).await,
+            Call::Send(params) => inner.send(&at, scope, params, version).await,
             Call::Get { id, history_length } => {
                 let task = at
                     .store
@@ -131,6 +131,7 @@ mod tests {
                 tenants: HashSet::new(),
                 poll_interval: Duration::from_millis(10),
                 output_modes: vec!["text/plain".into()],
+                agent_limits: Default::default(),
                 finish_read_to_write_delay: Duration::ZERO,
             },
             Arc::new(NoSpawn),
@@ -160,6 +161,8 @@ mod tests {
                     history_length: None,
                     accepted_output_modes: Vec::new(),
                     push_config: false,
+                    metadata: None,
+                    extensions: Vec::new(),
                 }),
                 Version::V1_0,
             )

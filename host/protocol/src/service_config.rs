@@ -2,6 +2,7 @@
 //! executor for background work ([`Spawn`]).
 
 use crate::agent::Agent;
+use crate::run_updates::AgentLimits;
 use futures_util::future::BoxFuture;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -28,6 +29,8 @@ pub struct ServiceConfig {
     pub poll_interval: Duration,
     /// The output modes the agent produces (`acceptedOutputModes` must admit one).
     pub output_modes: Vec<String>,
+    /// What one run of the agent may emit.
+    pub agent_limits: AgentLimits,
     /// Test hook: the pause of the agent's final step between its read and its write.
     pub finish_read_to_write_delay: Duration,
 }

@@ -3,6 +3,7 @@
 //! goes through.
 
 use crate::error::{A2aError, ErrorKind};
+use crate::live_events::LiveEvents;
 use crate::save_listeners::{SaveListener, SaveListeners};
 use crate::scope::{At, Stores};
 use crate::service_config::{ServiceConfig, Spawn};
@@ -20,6 +21,8 @@ pub(crate) struct ServiceState {
     pub(crate) background: Arc<Semaphore>,
     /// Wakes subscribers and waiters of a Task (key: namespace and id) after each save here.
     pub(crate) save_listeners: SaveListeners,
+    /// The events of each run here, as it emits them.
+    pub(crate) live: LiveEvents,
     /// The cancel signal of each agent running here.
     pub(crate) cancels: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Per-Task locks, for stores without versions only (see [`ServiceState::guard`]).
@@ -39,6 +42,7 @@ impl ServiceState {
             spawn,
             background,
             save_listeners: Arc::new(Mutex::new(HashMap::new())),
+            live: LiveEvents::default(),
             cancels: Mutex::new(HashMap::new()),
             locks: Mutex::new(HashMap::new()),
         }
@@ -179,6 +183,7 @@ mod tests {
                 tenants: HashSet::new(),
                 poll_interval: Duration::from_millis(10),
                 output_modes: vec!["text/plain".into()],
+                agent_limits: Default::default(),
                 finish_read_to_write_delay: Duration::ZERO,
             },
             Arc::new(NoSpawn),

@@ -5,12 +5,13 @@ use crate::scope::At;
 use crate::service_state::ServiceState;
 use crate::subscription::Subscription;
 use crate::wire::Version;
+use std::sync::Arc;
 use toolnexus_core::state::is_terminal_state;
 use toolnexus_core::task_state;
 
 impl ServiceState {
     pub(crate) async fn subscribe(
-        &self,
+        self: &Arc<Self>,
         at: &At,
         id: &str,
         version: Version,
@@ -30,14 +31,22 @@ impl ServiceState {
                 ),
             ));
         }
+        // Where the run is here: the Task as of its last event, and every event after it.
+        let (snapshot, live) = match self.live.get(&at.key(id)) {
+            Some(events) => {
+                let (snapshot, receiver) = events.attach();
+                (snapshot, Some(receiver))
+            }
+            None => (task.into_value(), None),
+        };
         Ok(Subscription::new(
+            Arc::clone(self),
             at.clone(),
             id.to_owned(),
             version,
             saves,
-            task.into_value(),
+            (snapshot, live),
             false,
-            self.config.poll_interval,
         ))
     }
 }

@@ -1,5 +1,5 @@
-//! Reading and shaping Tasks as JSON: their state, a new status, the agent's messages and reply
-//! artifact, and a Task as an answer (history cut, in the request's version).
+//! Reading and shaping Tasks as JSON: their state, a new status,
+//! and a Task as an answer (history cut, in the request's version).
 
 use crate::error::A2aError;
 use crate::wire::{Version, task_out};
@@ -18,20 +18,28 @@ pub fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
 
-/// `task` with a new status (`state`, now, and the message if any).
+/// `task` with a new status (`state`, now, and the message if any). The status message it
+/// replaces, if any, moves to the end of the history, as the official SDKs keep a
+/// conversation (unless the history has it already).
 pub fn with_status(task: &Task, state: &str, message: Option<Value>) -> Result<Task, A2aError> {
     let mut value = task.clone().into_value();
+    if let Some(old) = value["status"].get("message").cloned() {
+        let seen = value["history"]
+            .as_array()
+            .is_some_and(|h| h.iter().any(|m| m["messageId"] == old["messageId"]));
+        if !seen {
+            match value.get_mut("history") {
+                Some(Value::Array(history)) => history.push(old),
+                _ => value["history"] = json!([old]),
+            }
+        }
+    }
     let mut status = json!({"state": state, "timestamp": now()});
     if let Some(message) = message {
         status["message"] = message;
     }
     value["status"] = status;
     Task::try_from(value).map_err(A2aError::from)
-}
-
-pub(crate) fn agent_message(task: &Task, text: &str) -> Value {
-    json!({"kind": "message", "role": "agent", "messageId": new_id(), "taskId": task.id(),
-        "contextId": task.get("contextId"), "parts": [{"kind": "text", "text": text}]})
 }
 
 pub(crate) fn state_of(task: &Value) -> Option<TaskState> {
@@ -77,33 +85,4 @@ pub(crate) fn cut_history(task: &mut Value, history_length: Option<usize>) {
 
 pub(crate) fn is_terminal(task: &Value) -> bool {
     state_of(task).is_some_and(TaskState::is_terminal)
-}
-
-pub(crate) fn has_artifact(task: &Value, artifact_id: &str) -> bool {
-    task["artifacts"]
-        .as_array()
-        .is_some_and(|a| a.iter().any(|x| x["artifactId"] == artifact_id))
-}
-
-/// Appends a text part to the reply artifact `artifact_id` (created if missing).
-pub(crate) fn append_reply(task: &mut Value, artifact_id: &str, text: &str) {
-    let part = json!({"kind": "text", "text": text});
-    if !task["artifacts"].is_array() {
-        task["artifacts"] = json!([]);
-    }
-    let Some(artifacts) = task["artifacts"].as_array_mut() else {
-        return;
-    };
-    match artifacts
-        .iter_mut()
-        .find(|a| a["artifactId"] == artifact_id)
-    {
-        Some(artifact) => match artifact["parts"].as_array_mut() {
-            Some(parts) => parts.push(part),
-            None => artifact["parts"] = json!([part]),
-        },
-        None => {
-            artifacts.push(json!({"artifactId": artifact_id, "name": "reply", "parts": [part]}))
-        }
-    }
 }

@@ -7,6 +7,9 @@
 //!
 //! `prune` exits 2 for a bad duration and for a store that cannot list or delete (no catalog).
 
+mod agent_choice;
+mod serve_args;
+
 use clap::{Parser, Subcommand};
 use std::io::{Read, Write};
 use std::path::PathBuf;
@@ -93,14 +96,20 @@ enum Command {
         /// The Task id.
         id: String,
     },
-    /// Serve A2A (agent card and JSON-RPC) over HTTP, every Task in the store. Prints
-    /// `listening on http://ADDR/` once ready (after the startup recovery); runs until
-    /// interrupted.
+    /// Serve A2A (agent card and JSON-RPC) over HTTP or HTTPS, every Task in the store. Prints
+    /// `listening on http://ADDR/` (`https://` with --tls-cert) once ready (after the startup
+    /// recovery); runs until interrupted.
     Serve {
         /// Address to listen on (port 0 picks a free one).
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: String,
-        /// How long the built-in echo agent works on each Task, in milliseconds.
+        /// The agent: `echo` (the echo agent component, embedded), `tck` (the agent the public
+        /// A2A TCK drives, embedded), `native-echo` (the echo agent as native code), or any
+        /// agent component, `wasm:<component>[?option=value&…]` (docs/agents.md).
+        #[arg(long, value_name = "AGENT", default_value = "echo")]
+        agent: String,
+        /// How long the echo agent (`echo`, `native-echo`, and `tck`'s echo) works on each
+        /// Task, in milliseconds: the reply comes in up to four pieces over this time.
         #[arg(long, default_value_t = 0)]
         echo_delay_ms: u64,
         /// Close a connection whose request head (request line and headers) is not all in this
@@ -162,6 +171,8 @@ enum Command {
         /// server refuses to: anyone who reaches the port could read and cancel every Task.
         #[arg(long)]
         insecure_no_auth: bool,
+        #[command(flatten)]
+        card: serve_args::CardArgs,
     },
     /// Delete, once, the Tasks whose status timestamp is older than --older-than and that are
     /// terminal (completed, canceled, failed, rejected) or in one of the --state given. Tasks
@@ -180,6 +191,15 @@ enum Command {
         /// Where to write the component (e.g. ./store.wasm).
         #[arg(long, short)]
         out: PathBuf,
+    },
+    /// Write an embedded agent component to a file, for `serve --agent wasm:<file>`.
+    Agent {
+        /// Where to write the component (e.g. ./agent.wasm).
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Which agent.
+        #[arg(long, value_enum, default_value_t = agent_choice::EmbeddedAgent::Echo)]
+        name: agent_choice::EmbeddedAgent,
     },
 }
 
@@ -262,6 +282,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 .map_err(|e| Failure::Store(format!("cannot write {}: {e}", out.display())))?;
             eprintln!(
                 "tnstore: wrote the file-store component to {}",
+                out.display()
+            );
+            Ok(())
+        }
+        Command::Agent { out, name } => {
+            agent_choice::write_agent(name, &out).map_err(Failure::Store)?;
+            eprintln!(
+                "tnstore: wrote the {name:?} agent component to {}",
                 out.display()
             );
             Ok(())
@@ -351,6 +379,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Serve {
             addr,
+            agent,
             echo_delay_ms,
             header_timeout_ms,
             body_timeout_ms,
@@ -364,9 +393,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             tokens,
             tenants,
             insecure_no_auth,
+            card,
         } => {
             // Internal errors reach clients as a request id; their details go to stderr.
             let _ = tracing::subscriber::set_global_default(StderrLog);
+            let card = card.load().map_err(Failure::Usage)?;
+            let ms = std::time::Duration::from_millis;
+            // Compiling a component takes a moment: off the async workers.
+            let agent = tokio::task::spawn_blocking(move || {
+                agent_choice::resolve_agent(&agent, ms(echo_delay_ms))
+            })
+            .await
+            .map_err(|e| Failure::Usage(format!("--agent: {e}")))?
+            .map_err(Failure::Usage)?;
             let tokens = tokens
                 .map(|path| toolnexus_a2a::Tokens::from_file(&path))
                 .transpose()
@@ -394,11 +433,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                      loopback address (127.0.0.1:PORT), or pass --insecure-no-auth"
                 )));
             }
-            let ms = std::time::Duration::from_millis;
-            let config = toolnexus_a2a::ServerConfig {
-                agent: std::sync::Arc::new(toolnexus_a2a::EchoAgent {
-                    delay: ms(echo_delay_ms),
-                }),
+            card.check_listener(local).map_err(Failure::Usage)?;
+            let listening = card.listening_url(local);
+            let mut config = toolnexus_a2a::ServerConfig {
+                agent,
                 header_read_timeout: ms(header_timeout_ms),
                 body_read_timeout: ms(body_timeout_ms),
                 idle_timeout: ms(idle_timeout_ms),
@@ -415,13 +453,14 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 tenants,
                 ..Default::default()
             };
+            card.apply(&mut config);
             // The banner comes once recovery is done: whoever waits for it (a supervisor, a
             // test, another replica's operator) finds the store already recovered, and every
             // Task created after it is newer than this server's start.
             let describe = store.describe();
             let announce = move || {
                 let mut out = std::io::stdout().lock();
-                writeln!(out, "listening on http://{local}/ with {describe}")
+                writeln!(out, "listening on {listening} with {describe}")
                     .and_then(|()| out.flush())
                     .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write output: {e}")))
             };

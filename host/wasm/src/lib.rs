@@ -59,6 +59,13 @@
 //! reads what the kernel has cached, and is moved to the pool before anything that would wait:
 //! guest code never holds a worker, and a worker never waits on its file I/O (`sandbox::inline`).
 //!
+//! # Agent components
+//!
+//! [`agent`] runs components of the agent contract (`toolnexus:a2a@0.1.0`, `wit/a2a/`) in the
+//! same sandbox, without a directory, behind the native `toolnexus_a2a_protocol::Agent` trait:
+//! [`agent::WasmAgent`], built from a `wasm:` agent selector
+//! ([`agent::agent_from_selector`]) or [`agent::WasmAgentBuilder`].
+//!
 //! This crate is the sandbox host only: the trait, `Task` and the errors come from
 //! `toolnexus-core`, and `toolnexus::resolve_store` hands it every `wasm:` selector
 //! ([`builder_from_selector`]). Where to look: `sandbox/` runs a component under the host's
@@ -80,6 +87,8 @@
 //! [`StoreError::LimitExceeded`]: toolnexus_core::StoreError::LimitExceeded
 //! [`TaskPage::total_size`]: toolnexus_core::TaskPage::total_size
 
+pub mod agent;
+pub use sandbox::policy::outgoing_http;
 mod cache;
 pub mod embed;
 mod load;
@@ -89,7 +98,7 @@ mod selector;
 mod task_store;
 
 pub use cache::{CacheOutcome, default_cache_dir};
-pub use load::{ComponentSource, FILE_STORE_COMPONENT};
+pub use load::{ComponentSource, ECHO_AGENT_COMPONENT, FILE_STORE_COMPONENT, TCK_AGENT_COMPONENT};
 pub use sandbox::policy::quota::{DEFAULT_DISK_QUOTA, ENTRY_BYTES};
 pub use selector::{BUILTIN_COMPONENT, WASM_OPTIONS, builder_from_selector};
 pub use task_store::{

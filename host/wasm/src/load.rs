@@ -16,6 +16,15 @@ use wasmtime::{Config, Engine, EngineWeak};
 pub static FILE_STORE_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/file_store.wasm"));
 
+/// The echo agent built from `guest/agent-echo/` (`wasm:echo`), embedded at compile time; empty
+/// in a build without that folder (a packaged copy of this crate).
+pub static ECHO_AGENT_COMPONENT: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/agent_echo.wasm"));
+
+/// The A2A conformance (TCK) agent built from `guest/agent-tck/` (`wasm:tck`), embedded at
+/// compile time; empty in a build without that folder.
+pub static TCK_AGENT_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/agent_tck.wasm"));
+
 /// Where a component comes from.
 #[derive(Debug, Clone)]
 pub enum ComponentSource {

@@ -14,6 +14,7 @@ mod conformance;
 mod files;
 mod handles;
 mod hostile_json;
+mod js_agent;
 mod js_store;
 mod layout;
 mod memories;

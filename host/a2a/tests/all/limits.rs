@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
-use toolnexus_a2a::{Agent, Reply, ServerConfig, Work, codes, serve};
+use toolnexus_a2a::{Agent, Message, Outcome, ServerConfig, Work, codes, serve};
 use toolnexus_core::{InMemoryTaskStore, ListQuery, StoreError, Task, TaskStore};
 
 /// Long enough never to be what ends a test that passes; what a failing test waits at most.
@@ -257,9 +257,9 @@ struct Gate(Arc<Notify>);
 
 #[async_trait::async_trait]
 impl Agent for Gate {
-    async fn run(&self, _work: &mut Work) -> Result<Reply, String> {
+    async fn run(&self, _work: &mut Work) -> Result<Outcome, String> {
         self.0.notified().await;
-        Ok(Reply::Completed("done".into()))
+        Ok(Outcome::Completed(Some(Message::agent_text("done"))))
     }
 }
 

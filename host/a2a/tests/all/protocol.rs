@@ -4,6 +4,7 @@
 //! Shared here: memory namespaces, the server under test and its JSON-RPC and REST clients; the
 //! tests are in the submodules, one subject each.
 
+mod agent_request;
 mod streams;
 mod tasks_and_errors;
 mod tenants_and_owners;

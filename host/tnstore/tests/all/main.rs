@@ -1,7 +1,9 @@
 //! `tnstore` as a real process, in one test binary: the command line, `tnstore serve` (restart
 //! recovery, owners and tenants, retention, replicas over one store), the system-call order of
-//! a durable save, and the official A2A Python SDK as a client.
+//! a durable save, the official A2A Python SDK as a client, and the operator's agent card
+//! (`--card`, `--public-url`, tenants' interfaces, HTTPS).
 
+mod agent_card;
 mod cli;
 mod common;
 mod durability_order;

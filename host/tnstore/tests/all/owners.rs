@@ -176,6 +176,8 @@ fn a_public_address_without_tokens_is_refused_unless_insecure_is_asked_for() {
             "--addr",
             "0.0.0.0:0",
             "--insecure-no-auth",
+            "--public-url",
+            "http://agent.example.com/",
         ])
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -8,6 +8,10 @@
 //!    or the server is killed): `cancel`, `subscribe-start`; then SIGKILL, and a restart over the
 //!    same store (which marks the interrupted Tasks `failed`): `subscribe-after-restart` for the
 //!    Task each `subscribe-start` subscribed to.
+//! 3. a server with the `tck` agent, whose `events:N:MS` messages emit N rounds of a status and
+//!    an artifact update: `events` (a streaming send and a concurrent subscription each get
+//!    exactly those events, in order) and `events-start`; then SIGKILL and a restart:
+//!    `events-after-restart` (every event a stream saw before the crash is in the Task).
 //!
 //! The interpreter is `TOOLNEXUS_PYTHON` (one with `tests/python/requirements.txt` installed;
 //! `.ci/run` makes one, `docs/python-sdk.md` shows how by hand). Without it the tests print
@@ -66,6 +70,13 @@ fn python() -> Option<PathBuf> {
 /// `tnstore serve` over `selector`, killed (SIGKILL) when dropped.
 fn start_server(selector: &str, cache: &Path, echo_ms: &str) -> common::Serving {
     common::serve(&["--store", selector], &["--echo-delay-ms", echo_ms], |c| {
+        c.env("TOOLNEXUS_CACHE_DIR", cache);
+    })
+}
+
+/// `tnstore serve --agent tck` over `selector`, killed (SIGKILL) when dropped.
+fn start_tck_server(selector: &str, cache: &Path) -> common::Serving {
+    common::serve(&["--store", selector], &["--agent", "tck"], |c| {
         c.env("TOOLNEXUS_CACHE_DIR", cache);
     })
 }
@@ -242,6 +253,33 @@ fn drive(python: PathBuf, store: &str, selector: &str, cache: &Path) {
             binding,
             "subscribe-after-restart",
             &["--task-id", id],
+        );
+    }
+    drop(restarted);
+
+    let events = start_tck_server(selector, cache);
+    let mut started = Vec::new();
+    for protocol in PROTOCOLS {
+        for binding in BINDINGS {
+            runs.run(&events.url, protocol, binding, "events", &[]);
+            if let Some(report) = runs.run(&events.url, protocol, binding, "events-start", &[]) {
+                let result = &report["results"]["events-start"];
+                let id = result["task_id"]
+                    .as_str()
+                    .expect("events-start reports its task_id");
+                started.push((protocol, binding, id.to_owned(), result["seen"].to_string()));
+            }
+        }
+    }
+    events.kill();
+    let restarted = start_tck_server(selector, cache);
+    for (protocol, binding, id, seen) in &started {
+        runs.run(
+            &restarted.url,
+            protocol,
+            binding,
+            "events-after-restart",
+            &["--task-id", id, "--seen", seen],
         );
     }
     drop(restarted);

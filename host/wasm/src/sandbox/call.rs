@@ -52,6 +52,18 @@ impl<W: World> InstancePool<W> {
         run: Run,
         op: Op<W::Api, T, W::Error>,
     ) -> Result<T, StoreError> {
+        self.call_within(run, self.config.timeout, op).await
+    }
+
+    /// [`InstancePool::call`] with a deadline of its own instead of the pool's (a short one
+    /// for a call that must not hold an instance long, such as an agent's `cancel`). Making a
+    /// fresh instance for it still runs under the pool's.
+    pub(crate) async fn call_within<T: Send + 'static>(
+        self: &Arc<Self>,
+        run: Run,
+        timeout: Duration,
+        op: Op<W::Api, T, W::Error>,
+    ) -> Result<T, StoreError> {
         // The permit moves into the blocking work: if the caller gives up (a dropped future, a
         // timeout around this call), the guest may still be running, and its instance still
         // counts against `max_instances` until it returns. Inline, the guest stops with the
@@ -60,7 +72,6 @@ impl<W: World> InstancePool<W> {
             .acquire_owned()
             .await
             .expect("the semaphore is never closed");
-        let timeout = self.config.timeout;
         let mut deadline = None;
         if run == Run::Inline
             && self.inline_gets.enabled()
@@ -88,7 +99,7 @@ impl<W: World> InstancePool<W> {
                     Ok(instance) => instance,
                     Err(reservation) => pool.instantiate(reservation).await?,
                 };
-                let at = deadline.unwrap_or_else(|| Instant::now() + pool.config.timeout);
+                let at = deadline.unwrap_or_else(|| Instant::now() + timeout);
                 pool.attempt(instance, &op, at, false)
                     .await
                     .unwrap_or_else(|needs| Err(pool.config.component_error(needs.to_string())))

@@ -9,6 +9,8 @@
 //! which the epoch thread fires at its ticks: every such call arms one, and a timer of its own
 //! would wake another thread twice per call.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use wasmtime::UpdateDeadline;
 
@@ -16,12 +18,17 @@ use wasmtime::UpdateDeadline;
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
 /// The deadline of the call in progress (or of instantiation), whether the guest asked to wait
-/// past it, and the guest's monotonic clock, which a clock wait is measured against.
-#[derive(Debug, Clone, Copy)]
+/// past it, the guest's monotonic clock, which a clock wait is measured against, and the
+/// caller's signal to stop the call sooner.
+#[derive(Debug, Clone)]
 pub(crate) struct CallDeadline {
     pub(crate) at: Instant,
     pub(crate) hit: bool,
     pub(crate) guest_clock: GuestClock,
+    /// Set by whoever started the call when its answer is no longer wanted (an agent's run
+    /// whose Task was canceled): wasm code stops at the next epoch tick as if past its
+    /// deadline. Clock waits still end at their time or the deadline. Only for this call.
+    pub(crate) stop: Option<Arc<AtomicBool>>,
 }
 
 impl CallDeadline {
@@ -31,6 +38,7 @@ impl CallDeadline {
             at: Instant::now() + timeout,
             hit: false,
             guest_clock,
+            stop: None,
         }
     }
 
@@ -38,14 +46,19 @@ impl CallDeadline {
     pub(crate) fn start_call(&mut self, at: Instant) {
         self.at = at;
         self.hit = false;
+        self.stop = None;
     }
 
-    /// At every epoch tick while wasm code runs: past the call's deadline, a trap
-    /// ([`wasmtime::Trap::Interrupt`], reported as the timeout); before it, a yield to the
-    /// executor and on. A call running on an async worker so shares its thread with other
-    /// work at least once a tick, however long the guest computes.
+    /// At every epoch tick while wasm code runs: past the call's deadline (or once told to
+    /// stop), a trap ([`wasmtime::Trap::Interrupt`], reported as the timeout); before it, a
+    /// yield to the executor and on. A call running on an async worker so shares its thread
+    /// with other work at least once a tick, however long the guest computes.
     pub(crate) fn on_epoch_tick(&self) -> UpdateDeadline {
-        if Instant::now() >= self.at {
+        let stopped = self
+            .stop
+            .as_ref()
+            .is_some_and(|stop| stop.load(Ordering::Relaxed));
+        if stopped || Instant::now() >= self.at {
             return UpdateDeadline::Interrupt;
         }
         UpdateDeadline::Yield(1)

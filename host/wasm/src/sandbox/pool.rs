@@ -14,6 +14,7 @@ use crate::message::sanitize;
 use crate::sandbox::deadline::{CallDeadline, GuestClock};
 use crate::sandbox::inline::{InlineGets, InlineState};
 use crate::sandbox::memory::{MemoryBudget, MemoryReservation};
+use crate::sandbox::policy::outgoing_http::{OutgoingHttp, OutgoingHttpPolicy};
 use crate::sandbox::policy::quota::{DiskQuota, QuotaState};
 use crate::sandbox::state::InstanceState;
 use crate::sandbox::wasi_resources::{Grant, WasiResources};
@@ -49,8 +50,9 @@ pub(crate) trait World: Send + Sync + 'static {
 pub(crate) struct SandboxConfig {
     /// Names the component in errors and logs.
     pub(crate) name: String,
-    /// The one directory granted, preopened at guest path `/`.
-    pub(crate) dir: PathBuf,
+    /// The one directory granted, preopened at guest path `/`; `None` for a world that gets
+    /// no file system (agents). A store's world keeps its own copy for its errors.
+    pub(crate) dir: Option<PathBuf>,
     pub(crate) read_only: bool,
     /// Sends stderr to the host's `tracing` log.
     pub(crate) forward_stderr: bool,
@@ -62,6 +64,9 @@ pub(crate) struct SandboxConfig {
     pub(crate) timeout: Duration,
     /// The most instances that exist at once.
     pub(crate) max_instances: usize,
+    /// Where `wasi:http` requests may go, for a world that links it (agents); the default
+    /// refuses every request.
+    pub(crate) outgoing_http: Arc<OutgoingHttpPolicy>,
 }
 
 impl SandboxConfig {
@@ -204,7 +209,7 @@ impl<W: World> InstancePool<W> {
         };
         let wasi = WasiResources::new(Grant {
             name: &config.name,
-            dir: &config.dir,
+            dir: config.dir.as_deref(),
             read_only: config.read_only,
             forward_stderr: config.forward_stderr,
             clock: guest_clock,
@@ -217,6 +222,8 @@ impl<W: World> InstancePool<W> {
             deadline: CallDeadline::after(config.timeout, guest_clock),
             quota: self.disk.clone().map(QuotaState::new),
             inline: InlineState::default(),
+            call_context: None,
+            http: OutgoingHttp::new(Arc::clone(&config.outgoing_http)),
         };
         let mut store = Store::new(self.pre.engine(), state);
         store.limiter(|state| &mut state.memory);

@@ -1,14 +1,18 @@
 //! What the host keeps for each instance ([`InstanceState`]), in parts that each policy takes
 //! alone: the WASI context and resource table, the memory limiter, the call deadline with the
-//! guest's clock, the disk quota, and the state of inline calls.
+//! guest's clock, the disk quota, the state of inline calls, and the world's context for the
+//! call in progress.
 
 use crate::sandbox::deadline::CallDeadline;
 use crate::sandbox::inline::InlineState;
 use crate::sandbox::memory::MemoryLimiter;
+use crate::sandbox::policy::outgoing_http::{HasOutgoingHttp, OutgoingHttp};
 use crate::sandbox::policy::quota::QuotaState;
 use crate::sandbox::wasi_resources::WasiResources;
+use std::any::Any;
 use std::time::Instant;
 use wasmtime_wasi::{WasiCtxView, WasiView};
+use wasmtime_wasi_http::WasiHttpCtxView;
 
 /// Per-instance host state.
 pub(crate) struct InstanceState {
@@ -19,6 +23,18 @@ pub(crate) struct InstanceState {
     /// The pool's disk quota, for a read-write directory.
     pub(crate) quota: Option<QuotaState>,
     pub(crate) inline: InlineState,
+    /// What the world's host functions need for the call in progress (an agent's run: where
+    /// its updates go), set by the call itself and gone when the next call starts. Opaque
+    /// here: the sandbox never looks inside, so it knows nothing of any world.
+    pub(crate) call_context: Option<Box<dyn Any + Send>>,
+    /// Outgoing HTTP under the pool's policy, for a world that links `wasi:http`.
+    pub(crate) http: OutgoingHttp,
+}
+
+impl HasOutgoingHttp for InstanceState {
+    fn outgoing_http(&mut self) -> WasiHttpCtxView<'_> {
+        self.http.view(&mut self.wasi.table)
+    }
 }
 
 impl InstanceState {
@@ -31,6 +47,8 @@ impl InstanceState {
         }
         self.deadline.start_call(deadline);
         self.inline.start_call(inline);
+        // A context left by an earlier call never reaches this one.
+        self.call_context = None;
     }
 }
 

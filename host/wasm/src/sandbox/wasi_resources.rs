@@ -1,6 +1,6 @@
-//! An instance's WASI context and resource table: what the guest is granted (one preopened
-//! directory, clocks and random bytes, no network, no environment, no arguments, empty stdin,
-//! stdout discarded, stderr discarded or logged) and the host resources it holds.
+//! An instance's WASI context and resource table: what the guest is granted (at most one
+//! preopened directory, clocks and random bytes, no network, no environment, no arguments,
+//! empty stdin, stdout discarded, stderr discarded or logged) and the host resources it holds.
 
 use crate::sandbox::deadline::GuestClock;
 use crate::sandbox::stderr_log;
@@ -14,8 +14,9 @@ use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 pub(crate) struct Grant<'a> {
     /// Names the component in logs and errors.
     pub(crate) name: &'a str,
-    /// The one directory, preopened at guest path `/`.
-    pub(crate) dir: &'a Path,
+    /// The one directory, preopened at guest path `/`; `None` grants no file system at all
+    /// (an agent component).
+    pub(crate) dir: Option<&'a Path>,
     pub(crate) read_only: bool,
     /// Sends the guest's stderr, line by line, to the host's `tracing` log.
     pub(crate) forward_stderr: bool,
@@ -51,16 +52,14 @@ impl WasiResources {
         } else {
             FsPerms::ReadWrite
         };
-        wasi.preopened_dir(grant.dir, "/", perms).map_err(|e| {
-            StoreError::io(
-                format!(
-                    "cannot open directory {} for {}",
-                    grant.dir.display(),
-                    grant.name
-                ),
-                std::io::Error::other(format!("{e:#}")),
-            )
-        })?;
+        if let Some(dir) = grant.dir {
+            wasi.preopened_dir(dir, "/", perms).map_err(|e| {
+                StoreError::io(
+                    format!("cannot open directory {} for {}", dir.display(), grant.name),
+                    std::io::Error::other(format!("{e:#}")),
+                )
+            })?;
+        }
         let mut table = ResourceTable::new();
         table.set_max_capacity(grant.max_handles);
         Ok(WasiResources {

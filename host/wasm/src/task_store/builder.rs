@@ -263,15 +263,21 @@ impl WasmTaskStoreBuilder {
         };
         let config = SandboxConfig {
             name: name.clone(),
-            dir,
+            dir: Some(dir.clone()),
             read_only: self.read_only,
             forward_stderr: self.forward_stderr,
             memory_bytes: self.limits.memory_bytes,
             memory_total_bytes: self.limits.memory_total_bytes,
             timeout: self.limits.timeout,
             max_instances: self.max_instances,
+            // A store gets no network: `wasi:http` is not even linked.
+            outgoing_http: Default::default(),
         };
-        let world = TaskStoreWorld { exports, settings };
+        let world = TaskStoreWorld {
+            exports,
+            settings,
+            dir,
+        };
         let pool = InstancePool::new(config, pre, world, disk);
         // Instantiate once now: a component whose start-up traps or loops is refused here. On a
         // thread of its own: `configure` may do WASI I/O, which blocks on a Tokio runtime, and

@@ -63,7 +63,7 @@ impl WasmTaskStore {
             if self.names_task_files {
                 let name = toolnexus_format::id::encode_id(id).unwrap_or_default();
                 StoreError::Corrupt {
-                    location: self.pool.config.dir.join(name).display().to_string(),
+                    location: self.pool.world.dir.join(name).display().to_string(),
                     reason: file_reason,
                 }
             } else {
@@ -321,7 +321,7 @@ impl TaskStore for WasmTaskStore {
         format!(
             "wasm:{}?dir={}",
             self.pool.config.name,
-            self.pool.config.dir.display()
+            self.pool.world.dir.display()
         )
     }
 }

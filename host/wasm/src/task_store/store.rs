@@ -27,7 +27,7 @@ impl std::fmt::Debug for WasmTaskStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("WasmTaskStore")
             .field("component", &self.pool.config.name)
-            .field("dir", &self.pool.config.dir)
+            .field("dir", &self.pool.world.dir)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -53,7 +53,7 @@ impl WasmTaskStore {
 
     /// The directory granted to the component.
     pub fn dir(&self) -> &Path {
-        &self.pool.config.dir
+        &self.pool.world.dir
     }
 
     /// What the component was loaded from.

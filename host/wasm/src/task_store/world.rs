@@ -6,6 +6,7 @@ use crate::message::sanitize;
 use crate::sandbox::pool::{SandboxConfig, World};
 use crate::sandbox::state::InstanceState;
 use crate::task_store::contract::{Api, Exports, WitError};
+use std::path::PathBuf;
 use toolnexus_core::StoreError;
 use wasmtime::Store;
 use wasmtime::component::Instance as ComponentInstance;
@@ -15,6 +16,8 @@ pub(crate) struct TaskStoreWorld {
     pub(crate) exports: Exports,
     /// Passed to `config.configure` of every fresh instance, if the component exports it.
     pub(crate) settings: Vec<(String, String)>,
+    /// The directory granted to the component (a store always has one), named in errors.
+    pub(crate) dir: PathBuf,
 }
 
 impl World for TaskStoreWorld {
@@ -39,18 +42,14 @@ impl World for TaskStoreWorld {
                 reason: sanitize(&msg),
             },
             WitError::Corrupt(msg) => StoreError::Corrupt {
-                location: format!(
-                    "{} (store component {})",
-                    sandbox.dir.display(),
-                    sandbox.name
-                ),
+                location: format!("{} (store component {})", self.dir.display(), sandbox.name),
                 reason: sanitize(&msg),
             },
             WitError::Io(msg) => StoreError::io(
                 format!(
                     "store component {} over {}",
                     sandbox.name,
-                    sandbox.dir.display()
+                    self.dir.display()
                 ),
                 std::io::Error::other(sanitize(&msg)),
             ),

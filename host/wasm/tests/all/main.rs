@@ -1,4 +1,6 @@
 //! The integration tests of `toolnexus-wasm`, in one test binary.
 
+mod agents;
 mod contracts;
 mod embedding;
+mod outgoing_http;

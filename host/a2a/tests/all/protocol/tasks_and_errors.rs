@@ -28,7 +28,7 @@ async fn rest_sends_lists_cancels_and_answers_errors_with_http_statuses() {
     let (status, again) = server
         .rest("POST", &format!("/tasks/{id}:cancel"), None)
         .await;
-    assert_eq!(status, 409, "{again}");
+    assert_eq!(status, 400, "{again}");
     assert_eq!(again["error"]["status"], "FAILED_PRECONDITION");
     assert_eq!(
         again["error"]["details"][0]["reason"],
@@ -108,7 +108,13 @@ async fn input_required_then_continued_by_task_id() {
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{done}");
     assert_eq!(task["id"], id);
     assert_eq!(task["contextId"], context);
-    assert_eq!(task["history"].as_array().unwrap().len(), 2);
+    // The question the agent asked moved from the status to the history, between the two
+    // user messages, as the official SDKs keep a conversation.
+    let history = task["history"].as_array().unwrap();
+    assert_eq!(history.len(), 3, "{done}");
+    assert_eq!(history[1]["role"], "ROLE_AGENT");
+    assert_eq!(history[1]["parts"][0]["text"], "what should I echo?");
+    assert_eq!(history[2]["parts"][0]["text"], "the answer");
     assert_eq!(task["artifacts"][0]["parts"][0]["text"], "the answer");
     // A terminal Task takes no more messages; an unknown one is not found; a foreign context
     // is refused.

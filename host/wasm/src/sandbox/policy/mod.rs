@@ -9,6 +9,7 @@
 
 pub(crate) mod clock;
 pub(crate) mod links;
+pub mod outgoing_http;
 pub(crate) mod private_files;
 pub(crate) mod quota;
 pub(crate) mod quota_streams;

@@ -1,0 +1,48 @@
+//! `fetch:URL`: one GET through `wasi:http/outgoing-handler`, as an agent calling a model API
+//! does; the status, or the host's error code by its debug name (`HttpRequestDenied`, …).
+
+use wasip2::http::outgoing_handler;
+use wasip2::http::types::{Fields, OutgoingRequest, Scheme};
+use wasip2::io::streams::StreamError;
+
+pub fn fetch(url: &str) -> Result<u16, String> {
+    let (scheme, rest) = match url.split_once("://") {
+        Some(("http", rest)) => (Scheme::Http, rest),
+        Some(("https", rest)) => (Scheme::Https, rest),
+        Some((other, rest)) => (Scheme::Other(other.to_owned()), rest),
+        None => return Err(format!("not an absolute URL: {url}")),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(slash) => rest.split_at(slash),
+        None => (rest, "/"),
+    };
+    let request = OutgoingRequest::new(Fields::new());
+    request
+        .set_scheme(Some(&scheme))
+        .map_err(|()| "scheme refused")?;
+    request
+        .set_authority(Some(authority))
+        .map_err(|()| "authority refused")?;
+    request
+        .set_path_with_query(Some(path))
+        .map_err(|()| "path refused")?;
+    let pending = outgoing_handler::handle(request, None).map_err(|e| format!("{e:?}"))?;
+    pending.subscribe().block();
+    let response = pending
+        .get()
+        .ok_or("no response after the pollable was ready")?
+        .map_err(|()| "response taken twice")?
+        .map_err(|e| format!("{e:?}"))?;
+    let status = response.status();
+    let body = response.consume().map_err(|()| "body taken twice")?;
+    let stream = body.stream().map_err(|()| "body stream taken twice")?;
+    loop {
+        match stream.blocking_read(64 * 1024) {
+            Ok(_) => {}
+            Err(StreamError::Closed) => return Ok(status),
+            Err(StreamError::LastOperationFailed(e)) => {
+                return Err(format!("body: {}", e.to_debug_string()));
+            }
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! A run's updates, each one transition of its Task: checked against the limits, saved, then
+//! published to the Task's live subscribers with the Task as saved.
+
+use crate::agent::{Artifact, EmitError, Message, Sink};
+use crate::error::{A2aError, ErrorKind};
+use crate::live_events::{Event, TaskEvents};
+use crate::scope::At;
+use crate::service_state::ServiceState;
+use crate::task_json::with_status;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use toolnexus_core::state::is_terminal_state;
+use toolnexus_core::transition::Step;
+use toolnexus_core::{Task, task_state};
+
+/// Limits on what one run may emit (a hostile or broken agent meets them, not the store).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentLimits {
+    /// The most bytes of one update (its message or artifact as JSON).
+    pub max_update_bytes: usize,
+    /// The most updates of one run.
+    pub max_updates: usize,
+    /// The most bytes of a Task an update may leave (as JSON).
+    pub max_task_bytes: usize,
+}
+
+impl Default for AgentLimits {
+    fn default() -> Self {
+        AgentLimits {
+            max_update_bytes: 4 << 20,
+            max_updates: 10_000,
+            max_task_bytes: 16 << 20,
+        }
+    }
+}
+
+/// Where a run's updates go.
+pub(crate) struct RunSink {
+    inner: Arc<ServiceState>,
+    at: At,
+    id: String,
+    live: Arc<TaskEvents>,
+    updates: AtomicUsize,
+}
+
+/// Why a transition of an update was refused (carried through the transition's error).
+const STOPPED: &str = "stopped";
+
+impl RunSink {
+    pub(crate) fn new(inner: Arc<ServiceState>, at: At, id: String, live: Arc<TaskEvents>) -> Self {
+        RunSink {
+            inner,
+            at,
+            id,
+            live,
+            updates: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether the run emitted an update that was saved.
+    pub(crate) fn emitted(&self) -> bool {
+        self.updates.load(Ordering::Acquire) > 0
+    }
+
+    fn count(&self, bytes: usize) -> Result<(), EmitError> {
+        let limits = self.inner.config.agent_limits;
+        if bytes > limits.max_update_bytes {
+            return Err(EmitError::Limit(format!(
+                "an update of {bytes} bytes is over the limit of {} bytes",
+                limits.max_update_bytes
+            )));
+        }
+        if self.updates.load(Ordering::Acquire) >= limits.max_updates {
+            return Err(EmitError::Limit(format!(
+                "a run may emit at most {} updates",
+                limits.max_updates
+            )));
+        }
+        Ok(())
+    }
+
+    /// One update: `change` applied to the Task (unless it is terminal), checked, saved, and
+    /// its event published.
+    async fn apply(
+        &self,
+        change: impl Fn(&mut Value) -> Result<(), EmitError> + Send + Sync,
+        event: Event,
+    ) -> Result<(), EmitError> {
+        let max_task_bytes = self.inner.config.agent_limits.max_task_bytes;
+        let refused = std::sync::Mutex::new(None);
+        let step = |current: &Task| {
+            if is_terminal_state(task_state(current)) {
+                return Err(A2aError::new(ErrorKind::UnsupportedOperation, STOPPED));
+            }
+            let mut value = current.clone().into_value();
+            let checked = change(&mut value).and_then(|()| {
+                let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
+                if size > max_task_bytes {
+                    return Err(EmitError::Limit(format!(
+                        "the task would be {size} bytes, over the limit of {max_task_bytes}"
+                    )));
+                }
+                Ok(())
+            });
+            if let Err(e) = checked {
+                *refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                return Err(A2aError::new(ErrorKind::UnsupportedOperation, STOPPED));
+            }
+            Ok(Step::Save(Task::try_from(value)?))
+        };
+        let saved = self.inner.transition(&self.at, &self.id, None, step).await;
+        if let Some(e) = refused.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            return Err(e);
+        }
+        match saved {
+            Ok(Some(task)) => {
+                self.updates.fetch_add(1, Ordering::AcqRel);
+                let event = match event {
+                    Event::Status { final_, .. } => Event::Status {
+                        status: task.get("status").cloned().unwrap_or_default(),
+                        final_,
+                    },
+                    other => other,
+                };
+                self.live.publish(task.into_value(), vec![event]);
+                Ok(())
+            }
+            Ok(None) => Err(EmitError::Stopped),
+            Err(e) if e.kind == ErrorKind::UnsupportedOperation && e.message == STOPPED => {
+                Err(EmitError::Stopped)
+            }
+            Err(e) if e.kind == ErrorKind::TaskNotFound => Err(EmitError::Stopped),
+            Err(e) => {
+                tracing::warn!(target: "toolnexus::server", task_id = %self.id,
+                    error = %e.detail(), "saving an agent's update failed");
+                Err(EmitError::Unavailable(e.detail().to_owned()))
+            }
+        }
+    }
+
+    fn context_id(&self, task: &Value) -> Value {
+        task["contextId"].clone()
+    }
+}
+
+fn json_len(value: &Value) -> usize {
+    serde_json::to_vec(value).map_or(usize::MAX, |v| v.len())
+}
+
+#[async_trait::async_trait]
+impl Sink for RunSink {
+    async fn update_status(&self, message: Option<Message>) -> Result<(), EmitError> {
+        let id = self.id.clone();
+        // The message's id is made once, so a retried transition saves the same message.
+        let stored = message.map(|m| {
+            let mut m = m;
+            m.message_id = Some(m.message_id.unwrap_or_else(crate::task_json::new_id));
+            m
+        });
+        let bytes = stored
+            .as_ref()
+            .map_or(0, |m| json_len(&m.to_stored(&id, &Value::Null)));
+        self.count(bytes)?;
+        let change = |task: &mut Value| {
+            let context_id = self.context_id(task);
+            let message = stored.as_ref().map(|m| m.to_stored(&id, &context_id));
+            let current =
+                Task::try_from(task.clone()).map_err(|e| EmitError::Invalid(e.to_string()))?;
+            let next = with_status(&current, "working", message)
+                .map_err(|e| EmitError::Invalid(e.detail().to_owned()))?;
+            *task = next.into_value();
+            Ok(())
+        };
+        let event = Event::Status {
+            status: Value::Null,
+            final_: false,
+        };
+        self.apply(change, event).await
+    }
+
+    async fn update_artifact(
+        &self,
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+    ) -> Result<(), EmitError> {
+        if artifact.artifact_id.is_empty() {
+            return Err(EmitError::Invalid(
+                "an artifact needs a non-empty artifactId".into(),
+            ));
+        }
+        let update = artifact.to_stored();
+        self.count(json_len(&update))?;
+        let artifact_id = artifact.artifact_id.clone();
+        let change = |task: &mut Value| {
+            if !task["artifacts"].is_array() {
+                task["artifacts"] = json!([]);
+            }
+            let artifacts = task["artifacts"].as_array_mut().ok_or_else(|| {
+                EmitError::Invalid("the task's artifacts are not an array".into())
+            })?;
+            let existing = artifacts
+                .iter_mut()
+                .find(|a| a["artifactId"] == artifact_id);
+            match (existing, append) {
+                (Some(old), true) => {
+                    let parts = update["parts"].as_array().cloned().unwrap_or_default();
+                    match old["parts"].as_array_mut() {
+                        Some(old_parts) => old_parts.extend(parts),
+                        None => old["parts"] = Value::Array(parts),
+                    }
+                    for (key, value) in update.as_object().into_iter().flatten() {
+                        if key != "parts" {
+                            old[key] = value.clone();
+                        }
+                    }
+                }
+                (None, true) => {
+                    return Err(EmitError::Invalid(format!(
+                        "append to artifact {artifact_id:?}, which this task does not have"
+                    )));
+                }
+                (Some(old), false) => *old = update.clone(),
+                (None, false) => artifacts.push(update.clone()),
+            }
+            Ok(())
+        };
+        let event = Event::Artifact {
+            artifact: update.clone(),
+            append,
+            last_chunk,
+        };
+        self.apply(change, event).await
+    }
+}

@@ -1,0 +1,7 @@
+//! The protocol crate's integration tests: a real `Service` over an in-memory store, with
+//! agents written against the public agent API.
+
+mod agent_events;
+mod agent_outcomes;
+mod harness;
+mod list_total;
