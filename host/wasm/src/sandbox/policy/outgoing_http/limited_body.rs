@@ -84,6 +84,11 @@ impl Body for LimitedBody {
                 }
                 Poll::Ready(Some(Ok(frame)))
             }
+            // Past the deadline the connection task drops the connection, and the body then
+            // ends with hyper's "connection closed": the cause is the deadline.
+            Poll::Ready(Some(Err(_))) if Instant::now() >= this.deadline.deadline() => {
+                this.fail(Error::HttpResponseTimeout)
+            }
             Poll::Ready(Some(Err(e))) => this.fail(from_hyper(e)),
             Poll::Ready(None) => Poll::Ready(None),
             Poll::Pending => {
