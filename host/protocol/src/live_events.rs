@@ -48,7 +48,9 @@ pub(crate) struct TaskEvents {
 struct Latest {
     /// The Task as saved with the last event published.
     task: Arc<Value>,
-    sender: broadcast::Sender<Published>,
+    /// Made by the first subscriber: most runs have none (a send that waits reads the
+    /// store), and a channel's backlog is allocated whole when it is made.
+    sender: Option<broadcast::Sender<Published>>,
 }
 
 impl TaskEvents {
@@ -56,7 +58,7 @@ impl TaskEvents {
         TaskEvents {
             inner: Mutex::new(Latest {
                 task: Arc::new(task),
-                sender: broadcast::channel(EVENT_BACKLOG).0,
+                sender: None,
             }),
         }
     }
@@ -70,17 +72,24 @@ impl TaskEvents {
         let task = Arc::new(task);
         let mut latest = self.lock();
         latest.task = Arc::clone(&task);
+        let Some(sender) = &latest.sender else {
+            return;
+        };
         for event in events {
             let task = Arc::clone(&task);
-            // No receiver is fine: nobody listens.
-            let _ = latest.sender.send(Published { event, task });
+            // No receiver left is fine: nobody listens any more.
+            let _ = sender.send(Published { event, task });
         }
     }
 
     /// The Task as of the last event, and a receiver of every later one.
     pub(crate) fn attach(&self) -> (Value, broadcast::Receiver<Published>) {
-        let latest = self.lock();
-        (Value::clone(&latest.task), latest.sender.subscribe())
+        let mut latest = self.lock();
+        let receiver = latest
+            .sender
+            .get_or_insert_with(|| broadcast::channel(EVENT_BACKLOG).0)
+            .subscribe();
+        (Value::clone(&latest.task), receiver)
     }
 }
 

@@ -94,20 +94,22 @@ impl RunSink {
                 return Err(A2aError::new(ErrorKind::UnsupportedOperation, STOPPED));
             }
             let mut value = current.clone().into_value();
-            let checked = change(&mut value).and_then(|()| {
-                let size = serde_json::to_vec(&value).map_or(usize::MAX, |v| v.len());
-                if size > max_task_bytes {
-                    return Err(EmitError::Limit(format!(
-                        "the task would be {size} bytes, over the limit of {max_task_bytes}"
-                    )));
-                }
-                Ok(())
-            });
-            if let Err(e) = checked {
+            let refuse = |e: EmitError| {
                 *refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                return Err(A2aError::new(ErrorKind::UnsupportedOperation, STOPPED));
+                Err(A2aError::new(ErrorKind::UnsupportedOperation, STOPPED))
+            };
+            if let Err(e) = change(&mut value) {
+                return refuse(e);
             }
-            Ok(Step::Save(Task::try_from(value)?))
+            let next = Task::try_from(value)?;
+            // The text the store saves, made once here and kept by the Task.
+            let size = next.as_json().len();
+            if size > max_task_bytes {
+                return refuse(EmitError::Limit(format!(
+                    "the task would be {size} bytes, over the limit of {max_task_bytes}"
+                )));
+            }
+            Ok(Step::Save(next))
         };
         let saved = self.inner.transition(&self.at, &self.id, None, step).await;
         if let Some(e) = refused.into_inner().unwrap_or_else(|p| p.into_inner()) {
