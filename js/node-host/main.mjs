@@ -6,8 +6,9 @@
 //   node node-host/main.mjs --dir <store-dir> [--bindings <dir>] [--durability full|relaxed]
 //        [--lock-lease-ms <ms>] [--versions] [--total] <command> ...
 //
-// The component must export `toolnexus:task-store@0.2.0` (wit/task-store.wit); one exporting
-// 0.1.0 (wit/0.1.0/) runs too, without versions or conditions.
+// The component must export `toolnexus:task-store@0.3.0` (wit/task-store.wit); one exporting
+// 0.2.0 (wit/0.2.0/) runs too, without push configs, and one exporting 0.1.0 (wit/0.1.0/)
+// without versions or conditions either.
 //
 // Commands (one line of output per Task, JSON text exactly as the store returned it):
 //   get <id>...        the Task with each id, or `null`; with no ids, the ids are read from
@@ -20,6 +21,14 @@
 //                      --context-id <id>, --state <state>, --status-timestamp-after <RFC 3339>;
 //                      with --total, then a last line `{"totalSize":<n>}`
 //   delete <id>...     `true` or `false` per id
+//   push-set <task-id> <file>...
+//                      save the push config in each file (its text, verbatim) for the Task
+//   push-get <task-id> <config-id>...
+//                      the config with each id, or `null`
+//   push-list <task-id>
+//                      every config of the Task, by config id
+//   push-delete <task-id> <config-id>...
+//                      `true` or `false` per config id
 //   bench [<n>]        n saves and n gets of one small Task; prints mean microseconds per call
 //
 // A failed call prints `error: <store-error case>: <message>` on stderr and exits with 2 (a
@@ -69,7 +78,7 @@ export function acceptMutateDirectoryOnOpen(Descriptor) {
 }
 
 /** The contract versions this program drives, newest first. */
-const CONTRACTS = ['0.2.0', '0.1.0'];
+const CONTRACTS = ['0.3.0', '0.2.0', '0.1.0'];
 
 /**
  * A 0.1.0 store (`get` → `option<string>`, `save(task)` → `()`) behind the 0.2.0 signatures:
@@ -94,10 +103,12 @@ function fromContract010(store) {
 /**
  * Instantiates the transpiled store component over `dir` and configures it as the Rust host
  * does (`durability`, and `lock-lease-ms` when given), but without `answers-checked`: this host
- * does not check what `get` answers, so the component checks its Task files itself. Returns the 0.2.0 interfaces (`store`:
- * `get(id)` → `{ task, version }` or `undefined`; `save(task, condition)` → the new version, a
- * BigInt; `catalog`: `list(query)` → `{ tasks, nextPageToken, totalSize }`, `delete(id)`) and
- * the contract version the component implements.
+ * does not check what `get` answers, so the component checks its Task files itself. Returns the
+ * interfaces in their 0.3.0 shape (`store`: `get(id)` → `{ task, version }` or `undefined`;
+ * `save(task, condition)` → the new version, a BigInt; `catalog`: `list(query)` →
+ * `{ tasks, nextPageToken, totalSize }`, `delete(id)`; `pushConfigs`: `set`, `get`, `list`,
+ * `delete`, `undefined` for a component without them) and the contract version the component
+ * implements.
  */
 export async function openFileStore({ bindings, dir, durability = 'full', lockLeaseMs }) {
   acceptMutateDirectoryOnOpen(filesystemTypes.Descriptor);
@@ -119,7 +130,7 @@ export async function openFileStore({ bindings, dir, durability = 'full', lockLe
   if (lockLeaseMs !== undefined) settings.push(['lock-lease-ms', String(lockLeaseMs)]);
   pick('config')?.configure(settings);
   const store = contract === '0.1.0' ? fromContract010(pick('store')) : pick('store');
-  return { store, catalog: pick('catalog'), contract };
+  return { store, catalog: pick('catalog'), pushConfigs: pick('push-configs'), contract };
 }
 
 /** A `--if` value as a WIT `condition`. */
@@ -172,14 +183,14 @@ async function main() {
   });
   const [command, ...rest] = positionals;
   if (!opts.dir || !command) {
-    console.error('usage: main.mjs --dir <store-dir> [--bindings <dir>] [--durability full|relaxed] [--lock-lease-ms <ms>] [--versions] [--total] get|save|list|delete|bench ...');
+    console.error('usage: main.mjs --dir <store-dir> [--bindings <dir>] [--durability full|relaxed] [--lock-lease-ms <ms>] [--versions] [--total] get|save|list|delete|push-set|push-get|push-list|push-delete|bench ...');
     process.exit(64);
   }
   const targetDir = process.env.CARGO_TARGET_DIR
     ? resolve(process.env.CARGO_TARGET_DIR)
     : join(repo, 'target');
   const bindings = resolve(opts.bindings ?? join(targetDir, 'js/node-host/file-store'));
-  const { store, catalog } = await openFileStore({
+  const { store, catalog, pushConfigs, contract } = await openFileStore({
     bindings,
     dir: opts.dir,
     durability: opts.durability,
@@ -227,6 +238,26 @@ async function main() {
     case 'delete':
       for (const id of rest) print(String(catalog.delete(id)));
       break;
+    case 'push-set':
+    case 'push-get':
+    case 'push-list':
+    case 'push-delete': {
+      if (!pushConfigs) {
+        console.error(`the component (toolnexus:task-store@${contract}) keeps no push configs`);
+        process.exit(2);
+      }
+      const [taskId, ...args] = rest;
+      if (command === 'push-set') {
+        for (const file of args) pushConfigs.set(taskId, await readFile(file, 'utf8'));
+      } else if (command === 'push-get') {
+        for (const id of args) print(pushConfigs.get(taskId, id) ?? 'null');
+      } else if (command === 'push-list') {
+        pushConfigs.list(taskId).forEach(print);
+      } else {
+        for (const id of args) print(String(pushConfigs.delete(taskId, id)));
+      }
+      break;
+    }
     case 'bench': {
       const n = Number(rest[0] ?? 200);
       const task = JSON.stringify({ id: 'bench-task', status: { state: 'working' }, n: 0 });

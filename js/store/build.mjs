@@ -27,7 +27,7 @@ run('js store', () =>
       if (foreign.length > 0) {
         throw new Error(`the component imports non-WASI interfaces: ${foreign.join(', ')}`);
       }
-      for (const wanted of ['store', 'config', 'catalog']) {
+      for (const wanted of ['store', 'config', 'catalog', 'push-configs']) {
         if (!exports.some((name) => name.startsWith(`toolnexus:task-store/${wanted}@`))) {
           throw new Error(`the component does not export toolnexus:task-store/${wanted}`);
         }

@@ -38,6 +38,17 @@ URL is the agent's base URL (the card is read from URL/.well-known/agent-card.js
                  exactly the artifact pieces of the events before.
   events-start   a streaming send of "events:40:500"; reads the first 6 events and stops; the
                  result has `task_id` and `seen` (what those events said).
+  push-configs   (the server offers push notifications: a sender is wired and the store keeps
+                 push configs) the card declares capabilities.pushNotifications; on a completed
+                 Task: create a config with id, token and authentication -> answered as given;
+                 get it -> the same; create one without an id -> the server names it; list ->
+                 both, by id; delete the first -> get it is TaskNotFoundError; the config
+                 methods on an unknown Task -> TaskNotFoundError; a loopback webhook URL ->
+                 InvalidParamsError (refused unless the operator allows it); a send carrying a
+                 config -> that config is the new Task's. The SDK's 0.3 HTTP+JSON transport
+                 implements neither list nor delete (NotImplementedError): recorded as skips.
+                 The webhook URLs are https://push.example.invalid/… (never resolved: no Task
+                 changes after its configs are set, but the send's, whose deliveries fail).
   events-after-restart  (needs --task-id and --seen)
                  on a server restarted after a crash: get the Task: `failed` (recovery), and
                  every event seen before the crash is in it (its artifact starts with the pieces
@@ -76,8 +87,13 @@ from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.helpers import get_artifact_text, get_message_text
 from a2a.types import (
     AgentCard,
+    AuthenticationInfo,
     CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    InvalidParamsError,
+    ListTaskPushNotificationConfigsRequest,
     ListTasksRequest,
     Message,
     Part,
@@ -87,6 +103,7 @@ from a2a.types import (
     SubscribeToTaskRequest,
     TaskNotCancelableError,
     TaskNotFoundError,
+    TaskPushNotificationConfig,
     TaskState,
     UnsupportedOperationError,
 )
@@ -102,6 +119,7 @@ SCENARIOS = (
     "events",
     "events-start",
     "events-after-restart",
+    "push-configs",
 )
 TERMINAL = {
     TaskState.TASK_STATE_COMPLETED,
@@ -142,11 +160,13 @@ def describe_task(task) -> dict:
 
 # How each SDK transport turns an error answer into its exception class (a2a-sdk 1.3.0).
 JSONRPC_CODES = {
+    "InvalidParamsError": -32602,
     "TaskNotFoundError": -32001,
     "TaskNotCancelableError": -32002,
     "UnsupportedOperationError": -32004,
 }
 REST_REASONS = {
+    "InvalidParamsError": "INVALID_PARAMS",
     "TaskNotFoundError": "TASK_NOT_FOUND",
     "TaskNotCancelableError": "TASK_NOT_CANCELABLE",
     "UnsupportedOperationError": "UNSUPPORTED_OPERATION",
@@ -767,6 +787,154 @@ async def scenario_not_found(s: Session, out: dict) -> None:
     raise Mismatch(f"get of unknown id answered {describe_task(task)}, expected TaskNotFoundError")
 
 
+def describe_config(config) -> dict:
+    return {
+        "task_id": config.task_id,
+        "id": config.id,
+        "url": config.url,
+        "token": config.token,
+        "authentication": {
+            "scheme": config.authentication.scheme,
+            "credentials": config.authentication.credentials,
+        }
+        if config.HasField("authentication")
+        else None,
+    }
+
+
+async def expect_error(s: Session, what: str, call, expected: type) -> str:
+    """Awaits `call()`, which must raise `expected`; its message."""
+    try:
+        answer = await call()
+    except expected as e:
+        return f"{expected.__name__}: {e.message}"
+    except A2AError as e:
+        raise wrong_error(s.args, what, e, expected) from e
+    raise Mismatch(f"{what} answered {answer}, expected {expected.__name__}")
+
+
+async def scenario_push_configs(s: Session, out: dict) -> None:
+    await s.fetch_card()
+    expect(
+        s.card.capabilities.push_notifications,
+        "the card does not declare capabilities.pushNotifications: the server offers no push "
+        "notifications (is a sender wired, and does the store keep push configs?)",
+    )
+    client = await s.client()
+    task = await send_one(client, "hello push")
+    tag = f"{s.args.protocol}-{s.args.binding}".replace("+", "-").lower()
+    hook = f"https://push.example.invalid/{tag}"
+
+    first = TaskPushNotificationConfig(
+        task_id=task.id,
+        id="first",
+        url=hook,
+        token="token-1",
+        authentication=AuthenticationInfo(scheme="Bearer", credentials="secret-1"),
+    )
+    wanted = describe_config(first)
+    created = await client.create_task_push_notification_config(first)
+    out["create"] = describe_config(created)
+    expect(out["create"] == wanted, f"create answered {out['create']}, expected {wanted}")
+
+    got = await client.get_task_push_notification_config(
+        GetTaskPushNotificationConfigRequest(task_id=task.id, id="first")
+    )
+    out["get"] = describe_config(got)
+    expect(out["get"] == wanted, f"get answered {out['get']}, expected {wanted}")
+
+    second = await client.create_task_push_notification_config(
+        TaskPushNotificationConfig(task_id=task.id, url=f"{hook}/second")
+    )
+    out["create_without_id"] = describe_config(second)
+    expect(bool(second.id), f"a config created without an id got none: {out['create_without_id']}")
+    expect(
+        second.url == f"{hook}/second" and second.task_id == task.id,
+        f"create without an id answered {out['create_without_id']}",
+    )
+
+    try:
+        listed = await client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=task.id)
+        )
+    except NotImplementedError as e:
+        out["list"] = {"skipped": f"the SDK's transport does not implement it ({e})"}
+    else:
+        ids = [c.id for c in listed.configs]
+        out["list"] = ids
+        expected_ids = sorted(["first", second.id])
+        expect(ids == expected_ids, f"list answered configs {ids}, expected {expected_ids}")
+        listed_first = next(c for c in listed.configs if c.id == "first")
+        expect(
+            describe_config(listed_first) == wanted,
+            f"list answered {describe_config(listed_first)} for the first config",
+        )
+
+    try:
+        await client.delete_task_push_notification_config(
+            DeleteTaskPushNotificationConfigRequest(task_id=task.id, id="first")
+        )
+    except NotImplementedError as e:
+        out["delete"] = {"skipped": f"the SDK's transport does not implement it ({e})"}
+    else:
+        out["delete"] = "deleted"
+        out["get_deleted"] = await expect_error(
+            s,
+            "get of a deleted config",
+            lambda: client.get_task_push_notification_config(
+                GetTaskPushNotificationConfigRequest(task_id=task.id, id="first")
+            ),
+            TaskNotFoundError,
+        )
+
+    missing = f"no-such-task-{uuid.uuid4()}"
+    out["create_unknown_task"] = await expect_error(
+        s,
+        "create on an unknown task",
+        lambda: client.create_task_push_notification_config(
+            TaskPushNotificationConfig(task_id=missing, url=hook)
+        ),
+        TaskNotFoundError,
+    )
+    out["get_unknown_task"] = await expect_error(
+        s,
+        "get on an unknown task",
+        lambda: client.get_task_push_notification_config(
+            GetTaskPushNotificationConfigRequest(task_id=missing, id="first")
+        ),
+        TaskNotFoundError,
+    )
+    out["refused_url"] = await expect_error(
+        s,
+        "create with a loopback webhook URL",
+        lambda: client.create_task_push_notification_config(
+            TaskPushNotificationConfig(task_id=task.id, url="http://127.0.0.1:9/hook")
+        ),
+        InvalidParamsError,
+    )
+
+    request = SendMessageRequest(message=user_message("hello push config"))
+    request.configuration.CopyFrom(
+        SendMessageConfiguration(
+            task_push_notification_config=TaskPushNotificationConfig(
+                id="on-send", url=f"{hook}/on-send", token="token-2"
+            )
+        )
+    )
+    answers = [a async for a in client.send_message(request)]
+    expect(len(answers) == 1, f"a non-streaming send yielded {len(answers)} answers")
+    expect(answers[0].WhichOneof("payload") == "task", f"the send answered {answers[0]}")
+    sent = answers[0].task
+    on_send = await client.get_task_push_notification_config(
+        GetTaskPushNotificationConfigRequest(task_id=sent.id, id="on-send")
+    )
+    out["send_with_config"] = describe_config(on_send)
+    expect(
+        on_send.url == f"{hook}/on-send" and on_send.token == "token-2",
+        f"the config sent with the message reads back as {out['send_with_config']}",
+    )
+
+
 RUN = {
     "basic": scenario_basic,
     "cancel": scenario_cancel,
@@ -777,6 +945,7 @@ RUN = {
     "events": scenario_events,
     "events-start": scenario_events_start,
     "events-after-restart": scenario_events_after_restart,
+    "push-configs": scenario_push_configs,
 }
 
 

@@ -158,19 +158,30 @@ pub fn state(task: &Task) -> &str {
 /// The files directly in `dir` as sorted (name, contents) pairs: "nothing was written" is this
 /// staying equal, and two stores wrote byte-identical directories when theirs are equal.
 pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
-        .map(|e| {
-            let path = e.expect("directory entry").path();
-            let bytes = std::fs::read(&path)
-                .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            let bytes = comparable(&name, bytes);
-            (name, bytes)
-        })
-        .collect();
+    let mut files = Vec::new();
+    collect_files(dir, "", &mut files);
     files.sort();
     files
+}
+
+/// Every file under `dir`, named by its path below the snapshot's root (`.push/<task>/<c>.json`
+/// for a push config), with [`comparable`] bytes.
+fn collect_files(dir: &Path, prefix: &str, files: &mut Vec<(String, Vec<u8>)>) {
+    let entries =
+        std::fs::read_dir(dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+    for entry in entries {
+        let path = entry.expect("directory entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let relative = format!("{prefix}{name}");
+        if path.is_dir() {
+            collect_files(&path, &format!("{relative}/"), files);
+            continue;
+        }
+        let bytes =
+            std::fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        let bytes = comparable(&name, bytes);
+        files.push((relative, bytes));
+    }
 }
 
 /// A file's bytes as two directories written the same way must share them: a version record

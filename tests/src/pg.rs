@@ -43,7 +43,14 @@ impl TableGuard {
 impl Drop for TableGuard {
     fn drop(&mut self) {
         if let Some(url) = &self.url {
-            let _ = execute(url, &format!("DROP TABLE IF EXISTS \"{}\"", self.table));
+            // The store's push-config table goes with its Task table.
+            let _ = execute(
+                url,
+                &format!(
+                    "DROP TABLE IF EXISTS \"{0}\", \"{0}_push_configs\"",
+                    self.table
+                ),
+            );
         }
     }
 }

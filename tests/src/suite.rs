@@ -1,5 +1,9 @@
 //! The behaviours every store must have. Each function is one behaviour;
-//! `tests/all/conformance.rs` instantiates all of them for each store.
+//! `tests/all/conformance.rs` instantiates all of them for each store. Those of push-notification
+//! configs are in [`push`] (listed by [`for_each_push_case!`](crate::for_each_push_case)).
+
+pub mod push;
+pub use push::*;
 
 use crate::{StoreFactory, state, task, vectors};
 use serde_json::json;

@@ -1,19 +1,22 @@
 //! The toolnexus file store as a WebAssembly component (world
-//! `toolnexus:task-store/lean-full-task-store`: every interface of the contract).
+//! `toolnexus:task-store/push-task-store@0.3.0`: every interface of the contract, push configs
+//! included).
 //!
 //! Build with `cargo build -p toolnexus-file-store-component --target wasm32-wasip2 --release`.
 //! It stores one JSON file per Task in the only directory the host preopens for it (guest path
 //! `/`), with exactly the native `FileTaskStore`'s format: both are [`toolnexus_format::DirStore`].
-//! It cannot see anything else on the host.
+//! Push-notification configs are files under `/.push/`, as the native store keeps them. It
+//! cannot see anything else on the host.
 
 wit_bindgen::generate!({
     path: "../../wit",
-    world: "lean-full-task-store",
+    world: "push-task-store",
 });
 
 use exports::toolnexus::task_store::catalog::{Guest as Catalog, ListQuery, TaskPage};
 use exports::toolnexus::task_store::config::Guest as Config;
 use exports::toolnexus::task_store::lean::Guest as Lean;
+use exports::toolnexus::task_store::push_configs::Guest as PushConfigs;
 use exports::toolnexus::task_store::store::{
     Condition, Guest, StoreError, StoredTask, VersionConflict,
 };
@@ -141,6 +144,37 @@ impl Catalog for FileStore {
 
     fn delete(id: String) -> Result<bool, StoreError> {
         store().delete(&id).map_err(to_wit)
+    }
+}
+
+impl PushConfigs for FileStore {
+    /// `config` is the caller's: checked here (a host that checked it already pays one scan of
+    /// a small text), then written exactly as given.
+    fn set(task_id: String, config: String) -> Result<(), StoreError> {
+        if task_id.is_empty() {
+            return Err(StoreError::InvalidInput("task id is empty".into()));
+        }
+        let config_id = toolnexus_format::check_push_config_text(&config)
+            .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
+        store()
+            .save_push_config(&task_id, &config_id, &config)
+            .map_err(to_wit)
+    }
+
+    fn get(task_id: String, config_id: String) -> Result<Option<String>, StoreError> {
+        store()
+            .get_push_config(&task_id, &config_id)
+            .map_err(to_wit)
+    }
+
+    fn list(task_id: String) -> Result<Vec<String>, StoreError> {
+        store().list_push_configs(&task_id).map_err(to_wit)
+    }
+
+    fn delete(task_id: String, config_id: String) -> Result<bool, StoreError> {
+        store()
+            .delete_push_config(&task_id, &config_id)
+            .map_err(to_wit)
     }
 }
 

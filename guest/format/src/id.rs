@@ -28,12 +28,16 @@ const HASHED_PREFIX_MAX: usize = MAX_FILE_NAME - EXTENSION.len() - 1 - 64;
 pub enum IdError {
     /// The id is the empty string.
     Empty,
+    /// A push config's id is the empty string (it names a config file the way a Task id names
+    /// a Task file).
+    EmptyConfigId,
 }
 
 impl fmt::Display for IdError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             IdError::Empty => f.write_str("task id is empty"),
+            IdError::EmptyConfigId => f.write_str("push config id is empty"),
         }
     }
 }

@@ -9,6 +9,8 @@
 //! - [`task`]: what counts as a Task (a JSON object with a non-empty string `id`);
 //! - [`state`]: the A2A task states in every protocol version's spelling, and which are terminal;
 //! - [`query`]: list filters and paging;
+//! - [`push_config`]: what counts as a push-notification config (the store keeps them per Task,
+//!   [`DirStore::save_push_config`] and its siblings);
 //! - [`dir`]: atomic writes (unique temp file, flush, rename, directory sync), verified reads,
 //!   version records, per-Task locks, and the clean-up of temp files left behind by a crash;
 //! - [`group`]: group commit, one flush shared by the callers waiting for one at the same time.
@@ -20,6 +22,7 @@
 pub mod dir;
 pub mod group;
 pub mod id;
+pub mod push_config;
 pub mod query;
 pub mod state;
 pub mod task;
@@ -31,5 +34,6 @@ pub mod wasi_fs {
 
 pub use dir::{DirError, DirStore, Durability, Expect};
 pub use id::{IdError, decode_file_name, encode_id};
+pub use push_config::{PushConfigError, check_push_config_text};
 pub use query::{ListQuery, Timestamp};
 pub use task::{TaskError, parse_task, task_id};

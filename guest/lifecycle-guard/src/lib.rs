@@ -1,4 +1,5 @@
-//! `lifecycle-guard`: a middleware store component (world `task-store-middleware`).
+//! `lifecycle-guard`: a middleware store component (world `task-store-middleware`, contract
+//! 0.3.0).
 //!
 //! It sits in front of another store, reached through its imports, and passes every call through
 //! unchanged, except one: a `save` that would move a Task **out of a terminal state**
@@ -17,6 +18,10 @@
 //! checked; a plain save (`any`) becomes a save on the version read, and if another writer got
 //! there first, the guard reads and checks again (up to 1,000 times, then `other`: a plain save
 //! never answers `conflict`). Versions pass through unchanged.
+//!
+//! Push-notification configs (contract 0.3's `push-configs`) pass through unchanged too: the
+//! guard has no rule about them, and a Task in a terminal state may still have its configs
+//! read, listed and deleted (a client cleaning up after it).
 //!
 //! Build it with `cargo build -p toolnexus-lifecycle-guard --target wasm32-wasip2 --release`,
 //! then compose it over a store with `tn-compose` (see `docs/compose-stores.md`).
@@ -117,8 +122,9 @@ mod component {
     use super::{Refusal, check_transition, read_next};
     use exports::toolnexus::task_store::catalog as ex_catalog;
     use exports::toolnexus::task_store::config as ex_config;
+    use exports::toolnexus::task_store::push_configs as ex_push_configs;
     use exports::toolnexus::task_store::store as ex_store;
-    use toolnexus::task_store::{catalog, config, store};
+    use toolnexus::task_store::{catalog, config, push_configs, store};
 
     struct Guard;
 
@@ -221,6 +227,25 @@ mod component {
 
         fn delete(id: String) -> Result<bool, ex_store::StoreError> {
             catalog::delete(&id).map_err(pass)
+        }
+    }
+
+    /// No rule about configs: each call is the store's, answers and errors as they are.
+    impl ex_push_configs::Guest for Guard {
+        fn set(task_id: String, config: String) -> Result<(), ex_store::StoreError> {
+            push_configs::set(&task_id, &config).map_err(pass)
+        }
+
+        fn get(task_id: String, config_id: String) -> Result<Option<String>, ex_store::StoreError> {
+            push_configs::get(&task_id, &config_id).map_err(pass)
+        }
+
+        fn list(task_id: String) -> Result<Vec<String>, ex_store::StoreError> {
+            push_configs::list(&task_id).map_err(pass)
+        }
+
+        fn delete(task_id: String, config_id: String) -> Result<bool, ex_store::StoreError> {
+            push_configs::delete(&task_id, &config_id).map_err(pass)
         }
     }
 

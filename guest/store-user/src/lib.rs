@@ -5,8 +5,9 @@
 //!
 //! Each case uses ids of its own (`<case>-…`), so the cases can share one store in any order.
 
+// The host serves the store imports at contract 0.2.0 (`host/wasm/src/embed/`).
 wit_bindgen::generate!({
-    path: "../../wit",
+    path: "../../wit/0.2.0",
     inline: "
         package toolnexus:store-user;
 

@@ -2,7 +2,7 @@
 //! the server's (URL, tenants, tokens), and its route: the card for the client's version, with
 //! HTTP caching.
 
-use crate::app_state::AppState;
+use crate::app_state::{AppState, CardEntities, CardEntity, CardPair};
 use crate::config::ServerConfig;
 use crate::request_context::json_response;
 use crate::version_header::requested_version;
@@ -14,13 +14,10 @@ use std::sync::Arc;
 use toolnexus_a2a_protocol::Version;
 use toolnexus_a2a_protocol::card::{Endpoint, card_json, echo_description};
 
-/// The two cards of a router, and the output modes the card declares (what
+/// The cards of a router, and the output modes the card declares (what
 /// `acceptedOutputModes` must admit: `ServiceConfig::output_modes`).
 pub(crate) struct Cards {
-    /// The pure 1.0 card, and its `ETag`.
-    pub(crate) v1: (String, String),
-    /// The 1.0 card with the 0.3 fields beside it, and its `ETag`.
-    pub(crate) compat: (String, String),
+    pub(crate) entities: CardEntities,
     pub(crate) output_modes: Vec<String>,
 }
 
@@ -40,21 +37,30 @@ impl Cards {
                 (about, modes)
             }
         };
-        let endpoint = Endpoint {
-            url,
-            tenants: &config.tenants,
-            bearer_auth: config.tokens.is_some(),
+        let pair = |push_notifications| {
+            let endpoint = Endpoint {
+                url,
+                tenants: &config.tenants,
+                bearer_auth: config.tokens.is_some(),
+                push_notifications,
+            };
+            CardPair {
+                v1: card_entity(&card_json(&about, &endpoint, false)),
+                compat: card_entity(&card_json(&about, &endpoint, true)),
+            }
         };
         Cards {
-            v1: card_entity(&card_json(&about, &endpoint, false)),
-            compat: card_entity(&card_json(&about, &endpoint, true)),
+            entities: CardEntities {
+                without_push: pair(false),
+                with_push: config.push.as_ref().map(|_| pair(true)),
+            },
             output_modes,
         }
     }
 }
 
 /// A card's text and its entity tag (a digest of the text).
-pub(crate) fn card_entity(card: &Value) -> (String, String) {
+pub(crate) fn card_entity(card: &Value) -> CardEntity {
     use sha2::{Digest, Sha256};
     let text = card.to_string();
     let digest = Sha256::digest(text.as_bytes());
@@ -71,11 +77,11 @@ pub(crate) const CARD_MAX_AGE: &str = "public, max-age=300";
 /// `If-None-Match`, to an `If-Modified-Since` not before the card was made (RFC 9110 §13.2.2).
 pub(crate) async fn agent_card(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let v1 = matches!(requested_version(&request), Some(Ok(Version::V1_0)));
-    let (text, tag) = if v1 {
-        &state.card_v1
-    } else {
-        &state.card_compat
+    let cards = match &state.cards.with_push {
+        Some(with_push) if state.service.push_offered().await => with_push,
+        _ => &state.cards.without_push,
     };
+    let (text, tag) = if v1 { &cards.v1 } else { &cards.compat };
     let header_text = |name| request.headers().get(name).and_then(|v| v.to_str().ok());
     let unchanged = match header_text(header::IF_NONE_MATCH) {
         Some(tags) => tags

@@ -7,7 +7,7 @@ use crate::recovery_policy::Recovery;
 use crate::tls::TlsIdentity;
 use std::sync::Arc;
 use std::time::Duration;
-use toolnexus_a2a_protocol::{Agent, AgentLimits, EchoAgent, Scope};
+use toolnexus_a2a_protocol::{Agent, AgentLimits, EchoAgent, PushNotifier, Scope};
 
 /// Default of [`ServerConfig::header_read_timeout`].
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -107,6 +107,12 @@ pub struct ServerConfig {
     /// How often a stream or a waiting send reads the store again when nothing in this process
     /// woke it, to see what another replica saved (default 500 ms).
     pub poll_interval: Duration,
+    /// The push-notification sender (default none). With it, over a store that keeps push
+    /// configs, the server offers push notifications: the config methods, a config in
+    /// `SendMessage`, `capabilities.pushNotifications: true` on the card; and it tells the
+    /// sender of every save of a Task it makes, startup recovery's included. Without it (or
+    /// over a store without push configs) those methods answer -32003.
+    pub push: Option<Arc<dyn PushNotifier>>,
 }
 
 impl Default for ServerConfig {
@@ -133,6 +139,7 @@ impl Default for ServerConfig {
             tokens: None,
             tenants: Vec::new(),
             poll_interval: DEFAULT_POLL_INTERVAL,
+            push: None,
         }
     }
 }

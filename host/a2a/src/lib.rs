@@ -9,12 +9,19 @@
 //!   ([`ServerConfig::card`], checked by [`OperatorCard`]), the URL clients reach
 //!   ([`ServerConfig::public_url`]) and an interface pair per tenant;
 //! - **JSON-RPC 2.0** at `/`: `SendMessage`, `SendStreamingMessage`, `GetTask`, `ListTasks`,
-//!   `CancelTask`, `SubscribeToTask`, `DeleteTask`, and the 0.3 names (`message/send`,
-//!   `message/stream`, `tasks/get`, `tasks/list`, `tasks/cancel`, `tasks/resubscribe`,
-//!   `tasks/delete`);
+//!   `CancelTask`, `SubscribeToTask`, `DeleteTask`, the four push-notification config methods
+//!   (`CreateTaskPushNotificationConfig`, `Get…`, `ListTaskPushNotificationConfigs`,
+//!   `Delete…`), and the 0.3 names (`message/send`, `message/stream`, `tasks/get`,
+//!   `tasks/list`, `tasks/cancel`, `tasks/resubscribe`, `tasks/delete`,
+//!   `tasks/pushNotificationConfig/set|get|list|delete`);
 //! - **HTTP+JSON**: `POST /message:send`, `POST /message:stream`, `GET /tasks/{id}`,
-//!   `GET /tasks`, `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe`, each also
-//!   under `/{tenant}/…` and under `/v1/…`.
+//!   `GET /tasks`, `POST /tasks/{id}:cancel`, `GET|POST /tasks/{id}:subscribe`,
+//!   `POST|GET /tasks/{id}/pushNotificationConfigs`,
+//!   `GET|DELETE /tasks/{id}/pushNotificationConfigs/{configId}`, each also under `/{tenant}/…`
+//!   and under `/v1/…`.
+//!
+//! Push notifications are offered with a sender ([`ServerConfig::push`]) over a store that
+//! keeps push configs; the server then tells the sender of every save of a Task it makes.
 //!
 //! The protocol version of each request is its `A2A-Version` header (none or empty: 0.3;
 //! `1.0`; anything else: -32009). Streams are server-sent events. Tasks are stored in one form
@@ -86,6 +93,6 @@ pub use serve::{serve, serve_stores, serve_stores_then};
 pub use tls::{TlsError, TlsIdentity};
 pub use toolnexus_a2a_protocol::{
     Agent, AgentLimits, Artifact, EchoAgent, EmitError, Message, Outcome, Part, PartContent,
-    Request, Role, SingleStore, Stores, Updater, Work, codes,
+    PushNotifier, Request, Role, SingleStore, Stores, Updater, Work, codes,
 };
 pub use version_header::VERSION_HEADER;

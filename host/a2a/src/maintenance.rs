@@ -26,6 +26,7 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use toolnexus_a2a_protocol::A2aError as RpcError;
+use toolnexus_a2a_protocol::PushNotifier;
 use toolnexus_a2a_protocol::service::{new_id, with_status};
 use toolnexus_core::state::{TERMINAL_STATES, TaskState, normalize_state};
 use toolnexus_core::transition::{Step, transition};
@@ -67,6 +68,20 @@ pub async fn recover_at_startup(
     config: &ServerConfig,
     started: Timestamp,
 ) -> u64 {
+    recover_namespace_at_startup(store, None, config, started).await
+}
+
+/// [`recover_at_startup`] for the store of `namespace` (as [`Scope::namespace`] names it;
+/// `None`: the root store), telling [`ServerConfig::push`] of each Task it fails, as the
+/// server tells it of every save it makes (when the store keeps push configs).
+///
+/// [`Scope::namespace`]: toolnexus_a2a_protocol::Scope::namespace
+pub async fn recover_namespace_at_startup(
+    store: &dyn TaskStore,
+    namespace: Option<&str>,
+    config: &ServerConfig,
+    started: Timestamp,
+) -> u64 {
     if config.recovery == Recovery::Off {
         return 0;
     }
@@ -75,7 +90,12 @@ pub async fn recover_at_startup(
             "recovery: the agent says it can resume interrupted tasks; leaving them as they are");
         return 0;
     }
-    match fail_interrupted(store, started).await {
+    let push = config
+        .push
+        .as_deref()
+        .filter(|_| store.supports_push_configs())
+        .map(|notifier| (notifier, namespace));
+    match fail_interrupted_telling(store, started, push).await {
         Ok(0) => {
             tracing::info!(target: "toolnexus::server", "recovery: no interrupted tasks");
             0
@@ -113,6 +133,16 @@ pub async fn fail_interrupted(
     store: &dyn TaskStore,
     started: Timestamp,
 ) -> Result<u64, StoreError> {
+    fail_interrupted_telling(store, started, None).await
+}
+
+/// [`fail_interrupted`], telling `push` (a notifier, and the namespace of `store`) of each Task
+/// it fails, with the Task as saved.
+pub async fn fail_interrupted_telling(
+    store: &dyn TaskStore,
+    started: Timestamp,
+    push: Option<(&dyn PushNotifier, Option<&str>)>,
+) -> Result<u64, StoreError> {
     const NANOS_PER_MS: i128 = 1_000_000;
     let before =
         Timestamp::from_unix_nanos(started.unix_nanos().div_euclid(NANOS_PER_MS) * NANOS_PER_MS);
@@ -142,7 +172,12 @@ pub async fn fail_interrupted(
                     Ok(Step::Save(with_status(current, "failed", Some(message))?))
                 };
                 match transition(store, id, None, decide).await {
-                    Ok(Some(_)) => failed += 1,
+                    Ok(Some(saved)) => {
+                        failed += 1;
+                        if let Some((notifier, namespace)) = push {
+                            notifier.task_saved(namespace, &saved).await;
+                        }
+                    }
                     Ok(None) => {}
                     Err(e) => {
                         tracing::warn!(target: "toolnexus::server", task_id = %id, error = %e,

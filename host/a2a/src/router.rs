@@ -49,14 +49,14 @@ pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String)
             output_modes: cards.output_modes,
             agent_limits: config.agent_limits,
             finish_read_to_write_delay: config.finish_read_to_write_delay,
+            push: config.push.clone(),
         },
         Arc::new(TokioSpawn),
     );
     let state = Arc::new(AppState {
         service,
         config,
-        card_v1: cards.v1,
-        card_compat: cards.compat,
+        cards: cards.entities,
         // Whole seconds, as HTTP dates carry them, so `If-Modified-Since` compares exactly.
         card_modified: SystemTime::UNIX_EPOCH
             + Duration::from_secs(

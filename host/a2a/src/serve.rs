@@ -64,19 +64,19 @@ pub async fn serve_stores_then(
     let mut namespaced = Vec::new();
     for ns in config.namespaces() {
         match stores.store(ns.as_deref()).await {
-            Ok(store) => namespaced.push(store),
+            Ok(store) => namespaced.push((ns, store)),
             Err(e) => tracing::warn!(target: "toolnexus::server", namespace = ?ns, error = %e,
                 "cannot open a namespace for recovery and retention"),
         }
     }
-    for store in &namespaced {
-        maintenance::recover_at_startup(&**store, &config, started).await;
+    for (ns, store) in &namespaced {
+        maintenance::recover_namespace_at_startup(&**store, ns.as_deref(), &config, started).await;
     }
     let _retention: Vec<AbortOnDrop> = match config.retain {
         None => Vec::new(),
         Some(retain) => namespaced
             .iter()
-            .map(|store| {
+            .map(|(_, store)| {
                 AbortOnDrop(tokio::spawn(maintenance::retention(
                     Arc::clone(store),
                     retain,

@@ -3,13 +3,15 @@
 //! them), into one component that imports nothing but WASI and loads like any other store.
 //!
 //! ```text
-//!   host ──store/config/catalog──▶ [ middleware ] ──store/config/catalog──▶ [ store ] ──WASI──▶ dir
-//!        └──────────────────── one composed component ──────────────────────────┘
+//!   host ──store/config/catalog/push-configs──▶ [ middleware ] ──(the same)──▶ [ store ] ──WASI──▶ dir
+//!        └──────────────────────── one composed component ──────────────────────────┘
 //! ```
 //!
 //! Every `toolnexus:task-store/*` import of the middleware must be met by an export of the
 //! store of the same interface (same name; a semver-compatible version also matches) and a
-//! compatible type; anything else is a [`ComposeError`] naming the interface. The middleware's
+//! compatible type; anything else is a [`ComposeError`] naming the interface (so a contract
+//! 0.3.0 middleware, which imports `push-configs`, needs a store that exports it: a 0.3.0 store
+//! of the `full-push-task-store` world, such as the file store). The middleware's
 //! other imports (WASI) and the store's stay imports of the composition, shared by both: the
 //! host grants them once. Middlewares stack: [`compose_chain`] puts several in front of one
 //! store, the first one outermost.

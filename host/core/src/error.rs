@@ -94,6 +94,11 @@ pub enum StoreError {
     #[error("invalid list query: {reason}")]
     InvalidQuery { reason: String },
 
+    /// The document given as a push-notification config is not one (not JSON, not an object,
+    /// no or bad `id`, too large), or a config id is empty.
+    #[error("invalid push notification config: {reason}")]
+    InvalidPushConfig { reason: String },
+
     /// A selector with a known scheme but unusable arguments.
     #[error("invalid A2A store selector {selector:?}: {reason}")]
     InvalidSelector { selector: String, reason: String },
@@ -163,6 +168,7 @@ impl StoreError {
             | StoreError::Rejected { .. }
             | StoreError::Conflict { .. }
             | StoreError::InvalidQuery { .. }
+            | StoreError::InvalidPushConfig { .. }
             | StoreError::UnknownSelector(_)
             | StoreError::InvalidSelector { .. } => Blame::Caller,
             StoreError::Corrupt { .. }

@@ -1,6 +1,7 @@
 //! [`FileTaskStore`]: one JSON file per Task in a directory, written atomically.
 
 use crate::error::StoreError;
+use crate::push::{PushConfig, check_config_id};
 use crate::store::{Expect, ListQuery, TaskPage, TaskStore, check_id};
 use crate::task::Task;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,8 @@ use toolnexus_format::dir::STALE_TEMP_AGE;
 use toolnexus_format::{DirStore, Durability};
 
 /// Tasks as `<encoded-id>.json` files in one directory: they survive a restart, and a fresh
-/// store over the same directory (in this process or another) sees the latest save.
+/// store over the same directory (in this process or another) sees the latest save. A Task's
+/// push-notification configs are files too, in `.push/<encoded-id>/` under the directory.
 ///
 /// Writes go to a unique temp file that is flushed and then renamed over the Task's file, so a
 /// concurrent reader sees the old Task or the new one, never half of one. The format, shared
@@ -139,6 +141,55 @@ impl TaskStore for FileTaskStore {
         check_id(id)?;
         let id = id.to_owned();
         self.blocking(move |dir| Ok(dir.delete(&id)?)).await
+    }
+
+    fn supports_push_configs(&self) -> bool {
+        true
+    }
+
+    async fn save_push_config(&self, task_id: &str, config: &PushConfig) -> Result<(), StoreError> {
+        check_id(task_id)?;
+        let (task_id, config) = (task_id.to_owned(), config.clone());
+        self.blocking(move |dir| {
+            Ok(dir.save_push_config(&task_id, config.id(), config.as_json())?)
+        })
+        .await
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushConfig>, StoreError> {
+        check_id(task_id)?;
+        check_config_id(config_id)?;
+        let (task_id, config_id) = (task_id.to_owned(), config_id.to_owned());
+        self.blocking(move |dir| {
+            let text = dir.get_push_config(&task_id, &config_id)?;
+            Ok(text.map(|text| PushConfig::from_checked_text(config_id, text)))
+        })
+        .await
+    }
+
+    async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfig>, StoreError> {
+        check_id(task_id)?;
+        let task_id = task_id.to_owned();
+        self.blocking(move |dir| {
+            let configs = dir.list_push_config_entries(&task_id)?;
+            Ok(configs
+                .into_iter()
+                .map(|(id, text)| PushConfig::from_checked_text(id, text))
+                .collect())
+        })
+        .await
+    }
+
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<bool, StoreError> {
+        check_id(task_id)?;
+        check_config_id(config_id)?;
+        let (task_id, config_id) = (task_id.to_owned(), config_id.to_owned());
+        self.blocking(move |dir| Ok(dir.delete_push_config(&task_id, &config_id)?))
+            .await
     }
 
     fn describe(&self) -> String {

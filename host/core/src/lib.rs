@@ -34,6 +34,7 @@ mod error;
 mod file;
 mod memory;
 pub mod options;
+mod push;
 mod store;
 mod task;
 pub mod transition;
@@ -41,6 +42,10 @@ pub mod transition;
 pub use error::{Blame, Limit, StoreError, TaskError};
 pub use file::FileTaskStore;
 pub use memory::InMemoryTaskStore;
+pub use push::{
+    MAX_PUSH_CONFIG_BYTES, MAX_PUSH_CONFIGS_PER_TASK, PushConfig, check_config_id,
+    sort_push_configs,
+};
 pub use store::{Expect, ListQuery, TaskPage, TaskStore, check_expected, check_id};
 pub use task::Task;
 pub use toolnexus_format::Durability;

@@ -1,17 +1,22 @@
 //! [`InMemoryTaskStore`]: the default store, for the lifetime of the process.
 
 use crate::error::StoreError;
+use crate::push::{PushConfig, check_config_id};
 use crate::store::{Expect, ListQuery, TaskPage, TaskStore, check_id};
 use crate::task::Task;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::RwLock;
 use toolnexus_format::query::{PageCollector, SortKey};
 
 /// Tasks in a map, lost when the process exits. The default store; fine for development and for
 /// anything ephemeral. Versions and compare-and-set are exact: one lock orders every save.
+/// Push-notification configs are kept too, per Task, in a map of their own.
 #[derive(Debug, Default)]
 pub struct InMemoryTaskStore {
     tasks: RwLock<HashMap<String, (Task, u64)>>,
+    /// Per Task id, its configs by config id. A `BTreeMap` of `String` keys iterates in byte
+    /// order, the order a listing promises.
+    push_configs: RwLock<HashMap<String, BTreeMap<String, PushConfig>>>,
 }
 
 impl InMemoryTaskStore {
@@ -93,12 +98,69 @@ impl TaskStore for InMemoryTaskStore {
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
         check_id(id)?;
-        Ok(self
+        let existed = self
             .tasks
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .remove(id)
-            .is_some())
+            .is_some();
+        self.push_configs
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(id);
+        Ok(existed)
+    }
+
+    fn supports_push_configs(&self) -> bool {
+        true
+    }
+
+    async fn save_push_config(&self, task_id: &str, config: &PushConfig) -> Result<(), StoreError> {
+        check_id(task_id)?;
+        self.push_configs
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(task_id.to_owned())
+            .or_default()
+            .insert(config.id().to_owned(), config.clone());
+        Ok(())
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushConfig>, StoreError> {
+        check_id(task_id)?;
+        check_config_id(config_id)?;
+        let configs = self.push_configs.read().unwrap_or_else(|e| e.into_inner());
+        Ok(configs
+            .get(task_id)
+            .and_then(|of_task| of_task.get(config_id))
+            .cloned())
+    }
+
+    async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfig>, StoreError> {
+        check_id(task_id)?;
+        let configs = self.push_configs.read().unwrap_or_else(|e| e.into_inner());
+        Ok(configs
+            .get(task_id)
+            .map(|of_task| of_task.values().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<bool, StoreError> {
+        check_id(task_id)?;
+        check_config_id(config_id)?;
+        let mut configs = self.push_configs.write().unwrap_or_else(|e| e.into_inner());
+        let Some(of_task) = configs.get_mut(task_id) else {
+            return Ok(false);
+        };
+        let existed = of_task.remove(config_id).is_some();
+        if of_task.is_empty() {
+            configs.remove(task_id);
+        }
+        Ok(existed)
     }
 
     fn describe(&self) -> String {

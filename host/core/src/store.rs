@@ -122,6 +122,58 @@ pub trait TaskStore: Any + Send + Sync {
         }
     }
 
+    /// Whether this store keeps push-notification configs: the four `*_push_config*` methods
+    /// work. The A2A layer offers push notifications only over a store that says so.
+    fn supports_push_configs(&self) -> bool {
+        false
+    }
+
+    /// Saves a push-notification config of the Task `task_id`, replacing the config of that
+    /// Task with the same config id. Once this returns `Ok`, it survives as the Tasks do
+    /// (a durable store keeps it across restarts), and a crash mid-save leaves the old config
+    /// or the new one, never a mix. The store does not check that the Task exists (the A2A
+    /// layer does). Optional: the default answers [`StoreError::Unsupported`].
+    async fn save_push_config(
+        &self,
+        task_id: &str,
+        config: &crate::PushConfig,
+    ) -> Result<(), StoreError> {
+        let _ = (task_id, config);
+        Err(self.push_unsupported())
+    }
+
+    /// The config `config_id` of the Task `task_id`, or `None` (a miss is never an error).
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<crate::PushConfig>, StoreError> {
+        let _ = (task_id, config_id);
+        Err(self.push_unsupported())
+    }
+
+    /// Every config of the Task `task_id`, by config id ascending (byte order; see
+    /// [`sort_push_configs`](crate::sort_push_configs)); empty when there is none.
+    async fn list_push_configs(&self, task_id: &str) -> Result<Vec<crate::PushConfig>, StoreError> {
+        let _ = task_id;
+        Err(self.push_unsupported())
+    }
+
+    /// Removes the config `config_id` of the Task `task_id`: `true` if there was one.
+    /// [`delete`](TaskStore::delete) of a Task removes its configs too.
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<bool, StoreError> {
+        let _ = (task_id, config_id);
+        Err(self.push_unsupported())
+    }
+
+    /// The error of the push-config defaults.
+    fn push_unsupported(&self) -> StoreError {
+        StoreError::Unsupported {
+            store: self.describe(),
+            operation: "push notification configs",
+        }
+    }
+
     /// A short description for logs and errors, such as `file:/var/tasks`.
     fn describe(&self) -> String;
 }

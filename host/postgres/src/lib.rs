@@ -25,6 +25,20 @@
 //!     (state, status_ts_ns DESC NULLS LAST, id);
 //! ```
 //!
+//! Push-notification configs are in a second table beside it, created (or, beside a table of an
+//! earlier release, added) at connect, named after it:
+//!
+//! ```sql
+//! CREATE TABLE toolnexus_tasks_push_configs (
+//!     task_id   bytea NOT NULL, -- the Task id's UTF-8 bytes
+//!     config_id bytea NOT NULL, -- the config id's: the key's order is byte order
+//!     config    text NOT NULL,  -- the config's compact JSON text, exactly as saved
+//!     CONSTRAINT toolnexus_tasks_push_pkey PRIMARY KEY (task_id, config_id)
+//! );
+//! ```
+//!
+//! A Task's `delete` removes its configs in the same statement.
+//!
 //! Every save is one statement that also returns the new version; a conditional save
 //! (`save_versioned` with [`Expect::Absent`](toolnexus_core::Expect::Absent) or
 //! [`Expect::Version`](toolnexus_core::Expect::Version)) is atomic against every
@@ -52,6 +66,9 @@
 mod builder;
 mod errors;
 mod pool;
+mod push_configs;
+mod push_schema;
+mod push_sql;
 mod save_row;
 mod schema;
 mod selector;

@@ -1,8 +1,10 @@
 //! The table: created with its indexes if missing, migrated from an earlier version (and its
-//! new list-order column backfilled), and checked to be one of ours, when a store connects.
+//! new list-order column backfilled), and checked to be one of ours, when a store connects;
+//! likewise the push-config table beside it (`push_schema`).
 
 use crate::errors::{chain, pg_error, pool_error};
 use crate::pool::{Shared, with_client, within};
+use crate::push_schema;
 use crate::statements::BACKFILLED;
 use std::sync::Arc;
 use tokio_postgres::error::SqlState;
@@ -22,7 +24,8 @@ pub(crate) async fn open(shared: Arc<Shared>) -> Result<(), StoreError> {
 
 /// Creates the table and its indexes if missing, or migrates a table of an earlier version
 /// (under an advisory lock, so replicas starting together do not race), then checks that the
-/// table has the columns this store needs. `true` if `status_ts_ns` may still need a backfill.
+/// table has the columns this store needs; then the same for the push-config table. `true` if
+/// `status_ts_ns` may still need a backfill.
 ///
 /// Each step has the call timeout, except the migration's DDL: an index build takes as long
 /// as the table needs, so it runs without a statement timeout (but waits for its locks at most
@@ -187,6 +190,8 @@ async fn setup(shared: &Shared) -> Result<bool, StoreError> {
         Ok(())
     })
     .await?;
+    // Only beside a table of ours: a foreign one was refused above, and gets no neighbour.
+    push_schema::ensure(shared, &mut client, lock_key).await?;
     Ok(comment.as_deref() != Some(BACKFILLED))
 }
 

@@ -1,7 +1,9 @@
 //! The SQL of a store, for one table: the statements of a get, a save (plain, create-only,
 //! compare-and-set on the version) and a delete, the listing statement for each shape of a
-//! list query, and the table's indexes and migration.
+//! list query, and the table's indexes and migration; the push-config table's beside it.
 
+use crate::push_sql::PushSql;
+use crate::table_name::derived_name;
 use std::fmt::Write as _;
 
 /// The statements, for one table (a listing's are made per call: [`Sql::list`]). A save's
@@ -19,7 +21,10 @@ pub(crate) struct Sql {
     pub(crate) insert_new: String,
     /// Replace the row only if it still has the expected version.
     pub(crate) replace: String,
+    /// Remove the Task and its push configs, in one statement.
     pub(crate) delete: String,
+    /// The push-config table's statements.
+    pub(crate) push: PushSql,
 }
 
 /// The columns a page of a listing reads: the id, the Task's text, its sort timestamp.
@@ -39,6 +44,7 @@ impl Sql {
     pub(crate) fn new(table: String) -> Self {
         let columns = "id, task, exact, context_id, state, status_ts_ns, version, updated_at";
         let values = "$1, $2::text::jsonb, $3, $4, $5, $6::text::numeric";
+        let push = PushSql::new(&table);
         Sql {
             get: format!("SELECT COALESCE(exact, task::text), version FROM {table} WHERE id = $1"),
             version: format!("SELECT version FROM {table} WHERE id = $1"),
@@ -60,7 +66,14 @@ impl Sql {
                  updated_at = clock_timestamp() \
                  WHERE id = $1 AND version = $7 RETURNING version"
             ),
-            delete: format!("DELETE FROM {table} WHERE id = $1"),
+            // A data-modifying WITH runs to completion whether or not the outer statement
+            // reads it; the count is the Task's.
+            delete: format!(
+                "WITH configs AS (DELETE FROM {} WHERE task_id = $1) \
+                 DELETE FROM {table} WHERE id = $1",
+                push.table
+            ),
+            push,
             table,
         }
     }
@@ -132,15 +145,7 @@ impl Sql {
     /// An index of the table, `suffix` appended to the table's name; `qualified`: with the
     /// table's schema, if it has one (an index lives in its table's schema).
     pub(crate) fn index(&self, suffix: &str, qualified: bool) -> String {
-        let (schema, bare) = match self.table.rsplit_once('.') {
-            Some((schema, bare)) => (Some(schema), bare),
-            None => (None, self.table.as_str()),
-        };
-        let name = format!("\"{}_{suffix}\"", bare.trim_matches('"'));
-        match schema {
-            Some(schema) if qualified => format!("{schema}.{name}"),
-            _ => name,
-        }
+        derived_name(&self.table, suffix, qualified)
     }
 
     /// The three indexes of a listing: all Tasks, by context, by state, each in list order.

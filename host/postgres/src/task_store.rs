@@ -1,5 +1,6 @@
 //! [`TaskStore`] over the table: each operation one statement by primary key (a listing: one
-//! keyset page and its total), run on the store's runtime within the call timeout.
+//! keyset page and its total), run on the store's runtime within the call timeout. Push
+//! configs are in the table beside it (`push_configs.rs`).
 
 use crate::pool::{Shared, with_client};
 use crate::save_row::SaveRow;
@@ -7,7 +8,9 @@ use crate::statements::{CursorShape, ListShape};
 use crate::store::PostgresTaskStore;
 use tokio_postgres::types::ToSql;
 use toolnexus_core::state::normalize_state;
-use toolnexus_core::{Expect, ListQuery, StoreError, Task, TaskPage, TaskStore, check_id};
+use toolnexus_core::{
+    Expect, ListQuery, PushConfig, StoreError, Task, TaskPage, TaskStore, check_id,
+};
 use toolnexus_format::query::{SortKey, Timestamp};
 
 #[async_trait::async_trait]
@@ -199,6 +202,7 @@ impl TaskStore for PostgresTaskStore {
         .await
     }
 
+    /// One statement: the Task's push configs and the Task (`true` if there was a Task).
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
         check_id(id)?;
         let id = id.to_owned();
@@ -218,6 +222,32 @@ impl TaskStore for PostgresTaskStore {
             Ok(deleted > 0)
         })
         .await
+    }
+
+    /// In the table `<table>_push_configs`, made beside the Task table at connect.
+    fn supports_push_configs(&self) -> bool {
+        true
+    }
+
+    /// One statement: `INSERT … ON CONFLICT (task_id, config_id) DO UPDATE`.
+    async fn save_push_config(&self, task_id: &str, config: &PushConfig) -> Result<(), StoreError> {
+        self.upsert_push_config(task_id, config).await
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushConfig>, StoreError> {
+        self.select_push_config(task_id, config_id).await
+    }
+
+    async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfig>, StoreError> {
+        self.select_push_configs(task_id).await
+    }
+
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<bool, StoreError> {
+        self.remove_push_config(task_id, config_id).await
     }
 
     fn describe(&self) -> String {

@@ -2,6 +2,8 @@
 //! into one [`Call`]: from here on there is one code path.
 
 use crate::error::{A2aError, ErrorKind};
+use crate::params::Params;
+use crate::push_call::{self, PushCall, PushConfigInput};
 use crate::wire::{Version, camel, camel_keys, truncate};
 use serde_json::{Map, Value};
 use toolnexus_core::Timestamp;
@@ -30,8 +32,8 @@ pub enum Call {
     Subscribe { id: String },
     /// `DeleteTask` / `tasks/delete` (toolnexus's own; JSON-RPC only).
     Delete { id: String },
-    /// Any push-notification configuration method: not offered (-32003).
-    PushConfig,
+    /// A push-notification config method (-32003 where push notifications are not offered).
+    PushConfig(PushCall),
     /// `GetExtendedAgentCard`: none is declared (-32004).
     ExtendedCard,
 }
@@ -62,8 +64,11 @@ pub struct SendParams {
     pub history_length: Option<usize>,
     /// `acceptedOutputModes`, when given.
     pub accepted_output_modes: Vec<String>,
-    /// A push-notification config was given: refused (-32003).
-    pub push_config: bool,
+    /// The push-notification config given with the message (1.0
+    /// `configuration.taskPushNotificationConfig`, 0.3 `configuration.pushNotificationConfig`):
+    /// stored for the Task before its agent runs, or refused (-32003) where push notifications
+    /// are not offered. `Err`: the config was malformed (-32602 where they are offered).
+    pub push_config: Option<Result<PushConfigInput, A2aError>>,
     /// The request's `metadata` (a JSON object), passed to the agent.
     pub metadata: Option<Value>,
     /// URIs of the extensions the client asked for (the `A2A-Extensions` header; the
@@ -114,22 +119,17 @@ pub fn from_jsonrpc(method: &str, params: &Value) -> Result<Parsed, A2aError> {
         "CancelTask" | "tasks/cancel" => Call::Cancel { id: p.id("id")? },
         "SubscribeToTask" | "tasks/resubscribe" => Call::Subscribe { id: p.id("id")? },
         "DeleteTask" | "tasks/delete" => Call::Delete { id: p.id("id")? },
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "ListTaskPushNotificationConfig"
-        | "DeleteTaskPushNotificationConfig"
-        | "tasks/pushNotificationConfig/set"
-        | "tasks/pushNotificationConfig/get"
-        | "tasks/pushNotificationConfig/list"
-        | "tasks/pushNotificationConfig/delete" => Call::PushConfig,
         "GetExtendedAgentCard" | "agent/getAuthenticatedExtendedCard" => Call::ExtendedCard,
-        other => {
-            return Err(A2aError::new(
-                ErrorKind::MethodNotFound,
-                format!("method not found: {}", truncate(other, 64)),
-            ));
-        }
+        other => match push_call::from_jsonrpc(other, &p) {
+            Ok(Some(push)) => Call::PushConfig(push),
+            Err(refused) => Call::PushConfig(PushCall::Refused(refused)),
+            Ok(None) => {
+                return Err(A2aError::new(
+                    ErrorKind::MethodNotFound,
+                    format!("method not found: {}", truncate(other, 64)),
+                ));
+            }
+        },
     };
     Ok(Parsed {
         call,
@@ -202,7 +202,15 @@ pub fn from_rest(
             id: rest_id(id)?,
             history_length: query.history_length("historyLength")?,
         },
-        (_, ["tasks", _, "pushNotificationConfigs", ..]) => Call::PushConfig,
+        (_, ["tasks", id, "pushNotificationConfigs", rest @ ..]) => {
+            match push_call::from_rest(method, rest_id(id)?, rest, &body, &query, version) {
+                Ok(push) => Call::PushConfig(push),
+                Err(e) if e.kind == ErrorKind::InvalidParams => {
+                    Call::PushConfig(PushCall::Refused(e))
+                }
+                Err(e) => return Err(e),
+            }
+        }
         ("GET", ["extendedAgentCard"]) => Call::ExtendedCard,
         _ => return Err(not_found()),
     };
@@ -214,75 +222,6 @@ fn rest_id(id: &str) -> Result<String, A2aError> {
         return Err(A2aError::invalid("the task id in the path is empty"));
     }
     Ok(id.to_owned())
-}
-
-/// Typed access to one request's parameters, naming the field in every refusal.
-struct Params<'a> {
-    map: &'a Map<String, Value>,
-    prefix: &'a str,
-}
-
-impl Params<'_> {
-    fn bad(&self, key: &str, what: &str) -> A2aError {
-        A2aError::invalid_field(&format!("{}{key}", self.prefix), what)
-    }
-
-    fn get(&self, key: &str) -> Option<&Value> {
-        self.map.get(key).filter(|v| !v.is_null())
-    }
-
-    fn id(&self, key: &str) -> Result<String, A2aError> {
-        match self.get(key) {
-            Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-            _ => Err(self.bad(key, "must be a non-empty string")),
-        }
-    }
-
-    fn opt_str(&self, key: &str) -> Result<Option<String>, A2aError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(self.bad(key, "must be a string")),
-        }
-    }
-
-    fn opt_bool(&self, key: &str) -> Result<Option<bool>, A2aError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(self.bad(key, "must be true or false")),
-        }
-    }
-
-    fn opt_int(&self, key: &str) -> Result<Option<i64>, A2aError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => v
-                .as_i64()
-                .map(Some)
-                .ok_or_else(|| self.bad(key, "must be an integer")),
-        }
-    }
-
-    fn history_length(&self, key: &str) -> Result<Option<usize>, A2aError> {
-        match self.opt_int(key)? {
-            None => Ok(None),
-            Some(n) => usize::try_from(n)
-                .map(Some)
-                .map_err(|_| self.bad(key, "must not be negative")),
-        }
-    }
-
-    fn nested(&self, key: &str) -> Result<Option<Params<'_>>, A2aError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Value::Object(map)) => Ok(Some(Params {
-                map,
-                prefix: self.prefix,
-            })),
-            Some(_) => Err(self.bad(key, "must be an object")),
-        }
-    }
 }
 
 /// `immediately`: whether the send answers at once unless told to wait (0.3 HTTP+JSON); else
@@ -299,7 +238,7 @@ fn send_params(p: &Params<'_>, streaming: bool, immediately: bool) -> Result<Sen
         return_immediately: immediately,
         history_length: None,
         accepted_output_modes: Vec::new(),
-        push_config: false,
+        push_config: None,
         metadata: None,
         extensions: Vec::new(),
     };
@@ -332,8 +271,7 @@ fn send_params(p: &Params<'_>, streaming: bool, immediately: bool) -> Result<Sen
             }
             Some(_) => return Err(config.bad("acceptedOutputModes", "must be an array")),
         }
-        params.push_config = config.get("taskPushNotificationConfig").is_some()
-            || config.get("pushNotificationConfig").is_some();
+        params.push_config = push_call::from_send_configuration(&config).transpose();
     }
     Ok(params)
 }
@@ -460,6 +398,24 @@ mod tests {
             from_rest("GET", "/tasks", &q(&[("pageSize", "500")]), &Value::Null, v).unwrap_err();
         assert_eq!(err.code(), -32602);
         let err = from_rest("DELETE", "/tasks/abc", &[], &Value::Null, v).unwrap_err();
+        assert_eq!(err.kind.http_status(), 404);
+        assert!(matches!(
+            from_rest("DELETE", "/tasks/abc/pushNotificationConfigs/c", &[], &Value::Null, v).unwrap(),
+            Call::PushConfig(PushCall::Delete { task_id, config_id }) if task_id == "abc" && config_id == "c"
+        ));
+        // Refused arguments are answered once push notifications are found offered.
+        assert!(matches!(
+            from_rest("POST", "/tasks/abc/pushNotificationConfigs", &[], &Value::Null, v).unwrap(),
+            Call::PushConfig(PushCall::Refused(e)) if e.field.as_deref() == Some("url")
+        ));
+        let err = from_rest(
+            "PUT",
+            "/tasks/abc/pushNotificationConfigs",
+            &[],
+            &Value::Null,
+            v,
+        )
+        .unwrap_err();
         assert_eq!(err.kind.http_status(), 404);
     }
 }

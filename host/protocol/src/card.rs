@@ -49,6 +49,8 @@ pub struct Endpoint<'a> {
     pub tenants: &'a [String],
     /// Whether requests need a bearer token.
     pub bearer_auth: bool,
+    /// Whether push notifications are offered (`capabilities.pushNotifications`).
+    pub push_notifications: bool,
 }
 
 /// The echo agent's part of the card, the one served when the operator supplies none.
@@ -112,7 +114,8 @@ pub fn card_json(about: &Map<String, Value>, endpoint: &Endpoint<'_>, with_0_3: 
     }
     card.insert(
         "capabilities".into(),
-        json!({"streaming": true, "pushNotifications": false, "extendedAgentCard": false}),
+        json!({"streaming": true, "pushNotifications": endpoint.push_notifications,
+            "extendedAgentCard": false}),
     );
     let mut card = Value::Object(card);
     if with_0_3 {
@@ -159,6 +162,7 @@ mod tests {
             url: "https://agent.example/",
             tenants: &tenants,
             bearer_auth: false,
+            push_notifications: false,
         };
         let card = card_json(&about(), &endpoint, false);
         let interfaces = card["supportedInterfaces"].as_array().unwrap();
@@ -183,6 +187,7 @@ mod tests {
             url: "http://127.0.0.1:1/",
             tenants: &[],
             bearer_auth: false,
+            push_notifications: false,
         };
         let card = card_json(&about(), &endpoint, true);
         assert_eq!(card["name"], "n");

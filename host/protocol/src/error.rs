@@ -333,7 +333,8 @@ impl From<StoreError> for A2aError {
             // About the id or Task the caller sent (the Task's own id and sizes only).
             StoreError::InvalidId { .. }
             | StoreError::InvalidTask(_)
-            | StoreError::TaskTooLarge { .. } => A2aError::invalid(err.to_string()),
+            | StoreError::TaskTooLarge { .. }
+            | StoreError::InvalidPushConfig { .. } => A2aError::invalid(err.to_string()),
             // A store's policy refusing the request: its reason is meant for the caller; which
             // store (a selector, a component file) is not.
             StoreError::Rejected { reason, .. } => {

@@ -25,6 +25,11 @@ pub mod card;
 pub mod error;
 mod list;
 mod live_events;
+mod params;
+pub mod push;
+pub mod push_call;
+mod push_configs;
+mod push_wire;
 pub mod rest03;
 mod run_updates;
 mod save_listeners;
@@ -44,6 +49,8 @@ pub use agent::{
 };
 pub use call::{Call, ListParams, Parsed, SendParams};
 pub use error::{A2aError, ErrorKind, codes};
+pub use push::PushNotifier;
+pub use push_call::{PushAuthentication, PushCall, PushConfigInput};
 pub use run_updates::AgentLimits;
 pub use service::{
     Answer, Scope, Service, ServiceConfig, SingleStore, Spawn, Stores, Subscription,

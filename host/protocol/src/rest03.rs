@@ -116,7 +116,44 @@ pub fn answer_out(answer: &Value) -> Value {
     if object.contains_key("id") && object.contains_key("status") {
         return task_out(answer);
     }
+    if let Some(Value::Array(configs)) = object.get("configs") {
+        let mut list = Map::new();
+        list.insert(
+            "configs".into(),
+            Value::Array(configs.iter().map(push_config_out).collect()),
+        );
+        if let Some(token) = object.get("nextPageToken") {
+            list.insert("nextPageToken".into(), token.clone());
+        }
+        return Value::Object(list);
+    }
+    if object.contains_key("taskId") && object.contains_key("url") {
+        return push_config_out(answer);
+    }
     answer.clone()
+}
+
+/// A 1.0 `TaskPushNotificationConfig` as 0.3's: named by its resource name, the config nested,
+/// its authentication scheme as a list of one.
+fn push_config_out(config: &Value) -> Value {
+    let text = |key: &str| config[key].as_str().unwrap_or_default();
+    let mut push = Map::new();
+    for key in ["id", "url", "token"] {
+        if let Some(value) = config.get(key) {
+            push.insert(key.into(), value.clone());
+        }
+    }
+    if let Some(auth) = config.get("authentication") {
+        let mut authentication = json!({"schemes": [auth["scheme"]]});
+        if let Some(credentials) = auth.get("credentials") {
+            authentication["credentials"] = credentials.clone();
+        }
+        push.insert("authentication".into(), authentication);
+    }
+    json!({
+        "name": format!("tasks/{}/pushNotificationConfigs/{}", text("taskId"), text("id")),
+        "pushNotificationConfig": push,
+    })
 }
 
 fn task_out(task: &Value) -> Value {
@@ -225,6 +262,21 @@ mod tests {
                 "metadata": {"keep_me": 1}},
                 "configuration": {"blocking": true, "historyLength": 2}})
         );
+    }
+
+    #[test]
+    fn push_configs_become_0_3_protobuf_json() {
+        let config = json!({"id": "c", "taskId": "t", "url": "https://h/x", "token": "k",
+            "authentication": {"scheme": "Bearer", "credentials": "s"}});
+        let expected = json!({"name": "tasks/t/pushNotificationConfigs/c",
+            "pushNotificationConfig": {"id": "c", "url": "https://h/x", "token": "k",
+                "authentication": {"schemes": ["Bearer"], "credentials": "s"}}});
+        assert_eq!(answer_out(&config), expected);
+        assert_eq!(
+            answer_out(&json!({"configs": [config], "nextPageToken": "n"})),
+            json!({"configs": [expected], "nextPageToken": "n"})
+        );
+        assert_eq!(answer_out(&json!({})), json!({}));
     }
 
     #[test]

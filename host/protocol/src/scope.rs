@@ -60,4 +60,9 @@ impl At {
     pub(crate) fn key(&self, id: &str) -> String {
         format!("{}\u{0}{id}", self.ns)
     }
+
+    /// The namespace as [`Scope::namespace`] gave it (`None`: the root store).
+    pub(crate) fn namespace(&self) -> Option<&str> {
+        (!self.ns.is_empty()).then_some(self.ns.as_str())
+    }
 }

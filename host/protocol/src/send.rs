@@ -64,12 +64,14 @@ impl ServiceState {
         params: SendParams,
         version: Version,
     ) -> Result<Answer, A2aError> {
-        if params.push_config {
-            return Err(A2aError::new(
-                ErrorKind::PushNotificationNotSupported,
-                "push notifications are not supported",
-            ));
-        }
+        // A config where push is not offered is refused before anything else (-32003).
+        let push = match &params.push_config {
+            None => None,
+            Some(config) => {
+                let notifier = self.push_notifier(at).await?;
+                Some((notifier, config.as_ref().map_err(Clone::clone)?))
+            }
+        };
         self.check_output_modes(&params.accepted_output_modes)?;
         let mut message = message_in(Some(&params.message), "message")?;
         let permit = self.permit()?;
@@ -79,7 +81,14 @@ impl ServiceState {
             .map(str::to_owned);
         let continued = continued_id.is_some();
         let task = match continued_id {
-            Some(id) => self.continue_task(at, &id, &mut message).await?,
+            Some(id) => {
+                // Stored before the Task moves on, so the notice of its next save sees it.
+                if let Some((notifier, config)) = &push {
+                    self.check_task(at, &id).await?;
+                    self.save_send_config(at, &**notifier, &id, config).await?;
+                }
+                self.continue_task(at, &id, &mut message).await?
+            }
             None => {
                 let context_id = message
                     .get("contextId")
@@ -96,11 +105,17 @@ impl ServiceState {
                     "status": {"state": "submitted", "timestamp": now()},
                     "history": [message.clone()],
                 }))?;
+                // Checked and stored first: a refused config saves nothing, and the notice of
+                // the Task's first save already finds it.
+                if let Some((notifier, config)) = &push {
+                    self.save_send_config(at, &**notifier, &id, config).await?;
+                }
                 // A fresh id: created only if absent, where the store can say so.
                 match at.store.save_versioned(&task, Expect::Absent).await {
                     Err(StoreError::Unsupported { .. }) => at.store.save(&task).await?,
                     other => drop(other?),
                 }
+                self.created(at, &task).await;
                 task
             }
         };

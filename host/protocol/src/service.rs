@@ -45,6 +45,12 @@ impl Service {
         &self.inner.config
     }
 
+    /// Whether push notifications are offered: [`ServiceConfig::push`] is set and the root
+    /// store keeps push configs. The card's `capabilities.pushNotifications` says this.
+    pub async fn push_offered(&self) -> bool {
+        self.inner.push_offered().await
+    }
+
     /// Handles one call for `scope`, answering in `version`.
     pub async fn call(
         &self,
@@ -91,10 +97,13 @@ impl Service {
                     Err(A2aError::not_found(&id))
                 }
             }
-            Call::PushConfig => Err(A2aError::new(
-                ErrorKind::PushNotificationNotSupported,
-                "push notifications are not supported",
-            )),
+            Call::PushConfig(push) => {
+                let notifier = inner.push_notifier(&at).await?;
+                inner
+                    .push_config(&at, &*notifier, push, version)
+                    .await
+                    .map(Answer::Value)
+            }
             // The card declares `extendedAgentCard: false`: then 1.0 says UnsupportedOperation
             // (ExtendedAgentCardNotConfigured is for an agent that declares one it lacks).
             Call::ExtendedCard => Err(A2aError::new(
@@ -133,6 +142,7 @@ mod tests {
                 output_modes: vec!["text/plain".into()],
                 agent_limits: Default::default(),
                 finish_read_to_write_delay: Duration::ZERO,
+                push: None,
             },
             Arc::new(NoSpawn),
         )
@@ -160,7 +170,7 @@ mod tests {
                     return_immediately: false,
                     history_length: None,
                     accepted_output_modes: Vec::new(),
-                    push_config: false,
+                    push_config: None,
                     metadata: None,
                     extensions: Vec::new(),
                 }),

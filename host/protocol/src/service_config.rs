@@ -2,6 +2,7 @@
 //! executor for background work ([`Spawn`]).
 
 use crate::agent::Agent;
+use crate::push::PushNotifier;
 use crate::run_updates::AgentLimits;
 use futures_util::future::BoxFuture;
 use std::collections::HashSet;
@@ -33,4 +34,9 @@ pub struct ServiceConfig {
     pub agent_limits: AgentLimits,
     /// Test hook: the pause of the agent's final step between its read and its write.
     pub finish_read_to_write_delay: Duration,
+    /// The push-notification sender. Push notifications are offered (the config methods, a
+    /// config in `SendMessage`, the card's `pushNotifications`) when it is set and the root
+    /// store keeps push configs; otherwise those methods answer -32003. It is told of every
+    /// save of a Task the service makes ([`PushNotifier::task_saved`]).
+    pub push: Option<Arc<dyn PushNotifier>>,
 }

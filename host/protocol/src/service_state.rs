@@ -1,14 +1,15 @@
 //! The state the operations share (the stores, the agents' permits, the save listeners, the cancel
 //! signals, the per-Task locks) and the one guarded read-modify-write every change of a Task
-//! goes through.
+//! goes through, which also tells the push-notification sender of each save.
 
 use crate::error::{A2aError, ErrorKind};
 use crate::live_events::LiveEvents;
+use crate::push::PushNotifier;
 use crate::save_listeners::{SaveListener, SaveListeners};
 use crate::scope::{At, Stores};
 use crate::service_config::{ServiceConfig, Spawn};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use toolnexus_core::Task;
 use toolnexus_core::transition::{Step, TransitionError, transition};
@@ -25,8 +26,11 @@ pub(crate) struct ServiceState {
     pub(crate) live: LiveEvents,
     /// The cancel signal of each agent running here.
     pub(crate) cancels: Mutex<HashMap<String, watch::Sender<bool>>>,
-    /// Per-Task locks, for stores without versions only (see [`ServiceState::guard`]).
+    /// Per-Task locks, for stores without versions, and for every store while push
+    /// notifications are on (see [`ServiceState::guard`]).
     pub(crate) locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// Whether the root store keeps push configs, once asked.
+    root_keeps_push_configs: OnceLock<bool>,
 }
 
 impl ServiceState {
@@ -45,6 +49,56 @@ impl ServiceState {
             live: LiveEvents::default(),
             cancels: Mutex::new(HashMap::new()),
             locks: Mutex::new(HashMap::new()),
+            root_keeps_push_configs: OnceLock::new(),
+        }
+    }
+
+    /// Whether push notifications are offered: a notifier is set and the root store keeps
+    /// push configs (what the card says).
+    pub(crate) async fn push_offered(&self) -> bool {
+        if self.config.push.is_none() {
+            return false;
+        }
+        if let Some(keeps) = self.root_keeps_push_configs.get() {
+            return *keeps;
+        }
+        match self.stores.store(None).await {
+            Ok(root) => *self
+                .root_keeps_push_configs
+                .get_or_init(|| root.supports_push_configs()),
+            // Asked again next time: the root store may open then.
+            Err(_) => false,
+        }
+    }
+
+    /// The notifier, where push notifications are offered for the store of `at`; else
+    /// PushNotificationNotSupported (-32003).
+    pub(crate) async fn push_notifier(&self, at: &At) -> Result<Arc<dyn PushNotifier>, A2aError> {
+        match &self.config.push {
+            Some(notifier) if self.push_offered().await && at.store.supports_push_configs() => {
+                Ok(Arc::clone(notifier))
+            }
+            _ => Err(A2aError::new(
+                ErrorKind::PushNotificationNotSupported,
+                "push notifications are not supported",
+            )),
+        }
+    }
+
+    /// The notifier to tell of saves of Tasks of `at`: set, over a store that keeps push
+    /// configs (no Task there can have any otherwise).
+    fn save_notifier(&self, at: &At) -> Option<&Arc<dyn PushNotifier>> {
+        self.config
+            .push
+            .as_ref()
+            .filter(|_| at.store.supports_push_configs())
+    }
+
+    /// Tells the notifier of the first save of a new Task (made by its creator, before anyone
+    /// else knows the id, so nothing can be saved or told before it).
+    pub(crate) async fn created(&self, at: &At, task: &Task) {
+        if let Some(notifier) = self.save_notifier(at) {
+            notifier.task_saved(at.namespace(), task).await;
         }
     }
 
@@ -58,24 +112,42 @@ impl ServiceState {
     }
 
     /// The in-process lock of a Task for one transition; `None` when the store keeps versions
-    /// (each transition is then a compare-and-set, which also holds across processes).
+    /// (each transition is then a compare-and-set, which also holds across processes) and no
+    /// notifier is to be told of the save (whose notices must come in save order).
     pub(crate) async fn guard(
         &self,
         at: &At,
         id: &str,
     ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        if self.versioned(at) {
+        if self.versioned(at) && self.save_notifier(at).is_none() {
             return None;
         }
         let lock = Arc::clone(self.lock_map(&self.locks).entry(at.key(id)).or_default());
         Some(lock.lock_owned().await)
     }
 
-    pub(crate) fn forget_lock(&self, at: &At, id: &str) {
-        self.lock_map(&self.locks).remove(&at.key(id));
+    /// Drops the lock of a Task once nobody holds or waits for it: Tasks this process only
+    /// touches (a cancel, a continued message) leave no entry behind.
+    fn release_lock(&self, at: &At, id: &str) {
+        let key = at.key(id);
+        let mut locks = self.lock_map(&self.locks);
+        if locks
+            .get(&key)
+            .is_some_and(|lock| Arc::strong_count(lock) == 1)
+        {
+            locks.remove(&key);
+        }
     }
 
-    /// One read-modify-write of Task `id` under its guard, then its waiters woken.
+    /// At the end of a run: the Task's lock goes unless someone holds or waits for it (who
+    /// then drops it after their transition), so two transitions never hold two locks of one
+    /// Task.
+    pub(crate) fn forget_lock(&self, at: &At, id: &str) {
+        self.release_lock(at, id);
+    }
+
+    /// One read-modify-write of Task `id` under its guard, the notifier told of the save while
+    /// the guard is held (so it hears of a Task's saves in their order), then its waiters woken.
     pub(crate) async fn transition(
         &self,
         at: &At,
@@ -85,7 +157,13 @@ impl ServiceState {
     ) -> Result<Option<Task>, A2aError> {
         let guard = self.guard(at, id).await;
         let result = transition(&*at.store, id, fallback, decide).await;
-        drop(guard);
+        if let (Some(notifier), Ok(Some(saved))) = (self.save_notifier(at), &result) {
+            notifier.task_saved(at.namespace(), saved).await;
+        }
+        if guard.is_some() {
+            drop(guard);
+            self.release_lock(at, id);
+        }
         if matches!(result, Ok(Some(_))) {
             self.announce_save(at, id);
         }
@@ -172,20 +250,81 @@ mod tests {
         fn spawn(&self, _future: BoxFuture<'static, ()>) {}
     }
 
+    fn config(push: Option<Arc<dyn PushNotifier>>) -> ServiceConfig {
+        ServiceConfig {
+            agent: Arc::new(EchoAgent::default()),
+            max_background_tasks: 1,
+            max_list_bytes: 1 << 20,
+            tenants: HashSet::new(),
+            poll_interval: Duration::from_millis(10),
+            output_modes: vec!["text/plain".into()],
+            agent_limits: Default::default(),
+            finish_read_to_write_delay: Duration::ZERO,
+            push,
+        }
+    }
+
+    /// A notifier that counts the saves it is told of.
+    #[derive(Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+
+    #[async_trait::async_trait]
+    impl PushNotifier for Counting {
+        fn check_url(&self, _url: &str) -> Result<(), String> {
+            Ok(())
+        }
+        fn seal(
+            &self,
+            config: serde_json::Map<String, serde_json::Value>,
+        ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+            Ok(config)
+        }
+        fn open(
+            &self,
+            config: serde_json::Map<String, serde_json::Value>,
+        ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
+            Ok(config)
+        }
+        async fn task_saved(&self, _namespace: Option<&str>, _task: &Task) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    #[tokio::test]
+    async fn with_a_notifier_every_transition_is_locked_told_and_leaves_no_lock_behind() {
+        let counting = Arc::new(Counting::default());
+        let store = Arc::new(InMemoryTaskStore::new());
+        let state = ServiceState::new(
+            Arc::new(SingleStore(Arc::clone(&store) as _)),
+            config(Some(Arc::clone(&counting) as _)),
+            Arc::new(NoSpawn),
+        );
+        let at = At {
+            store,
+            ns: String::new(),
+        };
+        assert!(state.guard(&at, "t").await.is_some());
+        let task =
+            Task::try_from(serde_json::json!({"id": "t", "status": {"state": "working"}})).unwrap();
+        at.store.save(&task).await.unwrap();
+        for _ in 0..3 {
+            let saved = state
+                .transition(&at, "t", None, |t| Ok(Step::Save(t.clone())))
+                .await
+                .unwrap();
+            assert!(saved.is_some());
+        }
+        let stopped = state.transition(&at, "t", None, |_| Ok(Step::Stop)).await;
+        assert!(stopped.unwrap().is_none());
+        assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 3);
+        assert!(state.lock_map(&state.locks).is_empty());
+    }
+
     #[tokio::test]
     async fn only_a_store_without_versions_takes_the_in_process_lock() {
         let state = ServiceState::new(
             Arc::new(SingleStore(Arc::new(InMemoryTaskStore::new()))),
-            ServiceConfig {
-                agent: Arc::new(EchoAgent::default()),
-                max_background_tasks: 1,
-                max_list_bytes: 1 << 20,
-                tenants: HashSet::new(),
-                poll_interval: Duration::from_millis(10),
-                output_modes: vec!["text/plain".into()],
-                agent_limits: Default::default(),
-                finish_read_to_write_delay: Duration::ZERO,
-            },
+            config(None),
             Arc::new(NoSpawn),
         );
         let versioned = At {

@@ -8,6 +8,7 @@
 //! `prune` exits 2 for a bad duration and for a store that cannot list or delete (no catalog).
 
 mod agent_choice;
+mod push_args;
 mod serve_args;
 
 use clap::{Parser, Subcommand};
@@ -173,6 +174,8 @@ enum Command {
         insecure_no_auth: bool,
         #[command(flatten)]
         card: serve_args::CardArgs,
+        #[command(flatten)]
+        push: Box<push_args::PushArgs>,
     },
     /// Delete, once, the Tasks whose status timestamp is older than --older-than and that are
     /// terminal (completed, canceled, failed, rejected) or in one of the --state given. Tasks
@@ -394,6 +397,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             tenants,
             insecure_no_auth,
             card,
+            push,
         } => {
             // Internal errors reach clients as a request id; their details go to stderr.
             let _ = tracing::subscriber::set_global_default(StderrLog);
@@ -419,7 +423,10 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
             let namespaced = tokens.is_some() || !tenants.is_empty();
+            let push = push.options(&cli.store).map_err(Failure::Usage)?;
             let (store, stores) = open_stores(cli.store, namespaced).await?;
+            let push = push_args::start(push, std::sync::Arc::clone(&stores), store.describe())
+                .map_err(Failure::Usage)?;
             let listener = tokio::net::TcpListener::bind(&addr)
                 .await
                 .map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
@@ -451,6 +458,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 retain,
                 tokens: tokens.map(std::sync::Arc::new),
                 tenants,
+                push: push.map(|sender| sender as std::sync::Arc<dyn toolnexus_a2a::PushNotifier>),
                 ..Default::default()
             };
             card.apply(&mut config);

@@ -37,8 +37,9 @@ pub use namespace::{
 pub use selector::{StoreSelector, resolve_store};
 pub use toolnexus_core::{
     Blame, DEFAULT_DATA_DIR, Durability, Expect, FileTaskStore, InMemoryTaskStore, Limit,
-    ListQuery, Step, StoreError, Task, TaskError, TaskPage, TaskStore, Timestamp, TransitionError,
-    options, query, state, task_state, transition,
+    ListQuery, MAX_PUSH_CONFIG_BYTES, MAX_PUSH_CONFIGS_PER_TASK, PushConfig, Step, StoreError,
+    Task, TaskError, TaskPage, TaskStore, Timestamp, TransitionError, check_config_id, options,
+    query, sort_push_configs, state, task_state, transition,
 };
 
 /// Sandboxed WebAssembly component stores: [`wasm::WasmTaskStore`] and its builder, limits,

@@ -13,10 +13,11 @@
 // - `.tmp-<32 hex>`: temp files (version records on their first write), and locks moved aside
 //   while being broken.
 //
+// - `.push/`: the Tasks' push-notification configs (`push.js`), removed with their Task.
+//
 // Every Task lives in the preopened directory, never in this instance's memory: the host runs
 // several instances of the component at once, and other processes may share the directory.
 
-import { getDirectories } from 'wasi:filesystem/preopens@0.2.12';
 import { now as monotonicNow, subscribeDuration } from 'wasi:clocks/monotonic-clock@0.2.12';
 import {
   DEFAULT_LOCK_LEASE_MS,
@@ -39,96 +40,41 @@ import {
   utf8,
   versionOf,
 } from './format.js';
+import { deletePushConfigs, sweepPushTemps } from './push.js';
+import {
+  FOLLOW,
+  NO_FOLLOW,
+  ROOT,
+  close,
+  entryNames,
+  errorCode,
+  ioError,
+  mtimeMs,
+  randomHex,
+  readBytes,
+  readCapped,
+  removeIfStaleTemp,
+  removeQuietly,
+  renameInto,
+  root,
+  stampOf,
+  syncDir,
+  wallNowMs,
+  writeAll,
+  writeTemp,
+} from './wasi.js';
 
-/** The granted directory, as the guest sees it (`/`); used in messages, as the Rust store does. */
-const ROOT = '/';
-const READ_CHUNK = 64n * 1024n;
-const FOLLOW = { symlinkFollow: true };
-const NO_FOLLOW = { symlinkFollow: false };
-const dispose = Symbol.dispose || Symbol.for('dispose');
 const MS = 1_000_000n;
 /** Lock waits: the first pause and the longest, in nanoseconds (0.2 ms doubling to 20 ms). */
 const FIRST_PAUSE_NS = 200_000n;
 const MAX_PAUSE_NS = 20n * MS;
 
-/** The WASI error code (`no-entry`, `exist`, `access`, ...) of a failed import call. */
-function errorCode(e) {
-  if (e !== null && typeof e === 'object' && 'payload' in e) return e.payload;
-  if (typeof e === 'string') return e;
-  return null;
-}
-
-function ioError(op, name, e) {
-  const code = errorCode(e);
-  const why = code === null ? String(e) : `${code}`;
-  return new StoreError('io', `cannot ${op} ${ROOT}${name}: ${why}`);
-}
-
-function close(resource) {
-  if (resource && typeof resource[dispose] === 'function') resource[dispose]();
-}
-
-let rootDescriptor = null;
-
-/** The preopened directory (guest path `/`), looked up once per instance. */
-function root() {
-  if (rootDescriptor === null) {
-    const dirs = getDirectories();
-    const found = dirs.find(([, path]) => path === ROOT) ?? dirs[0];
-    if (!found) throw new StoreError('io', 'the host granted no directory (no preopen at /)');
-    rootDescriptor = found[0];
-    for (const [descriptor] of dirs) if (descriptor !== rootDescriptor) close(descriptor);
-  }
-  return rootDescriptor;
-}
-
 function corrupt(name, reason) {
   return new StoreError('corrupt', `corrupt task file ${ROOT}${name}: ${reason}`);
 }
 
-/**
- * A file's identity as version records remember it: `{ size, mtimeNs }` (BigInts) from a WASI
- * `descriptor-stat`. The modification time is nanoseconds since the Unix epoch, exactly what
- * Rust's `Metadata::modified()` gives inside a component and natively; a file system without
- * one gives 0.
- */
-function stampOf(stat) {
-  const t = stat.dataModificationTimestamp;
-  const mtimeNs = t ? BigInt(t.seconds) * 1_000_000_000n + BigInt(t.nanoseconds) : 0n;
-  return { size: BigInt(stat.size), mtimeNs };
-}
-
-function notRegular(type) {
-  if (type === 'symbolic-link') return 'is a symbolic link, which is never followed';
-  if (type === 'directory') return 'is a directory';
-  return 'is not a regular file (a FIFO, a socket or a device)';
-}
-
 function tooLarge(size) {
   return `is ${size} bytes, over the largest Task file read (${MAX_TASK_FILE_BYTES} bytes)`;
-}
-
-/** Reads at most `limit` bytes (or to the end) of an open file. */
-function readBytes(file, limit) {
-  const chunks = [];
-  let total = 0;
-  for (;;) {
-    const want = BigInt(Math.min(Number(READ_CHUNK), limit - total));
-    if (want <= 0n) break;
-    const [chunk, eof] = file.read(want, BigInt(total));
-    if (chunk.length > 0) {
-      chunks.push(chunk);
-      total += chunk.length;
-    }
-    if (eof || chunk.length === 0) break;
-  }
-  const bytes = new Uint8Array(total);
-  let at = 0;
-  for (const chunk of chunks) {
-    bytes.set(chunk, at);
-    at += chunk.length;
-  }
-  return bytes;
 }
 
 /**
@@ -137,39 +83,8 @@ function readBytes(file, limit) {
  * larger than `MAX_TASK_FILE_BYTES` or is not UTF-8. The stamp is that of the file read.
  */
 function readTaskFile(name) {
-  let kind;
-  try {
-    kind = root().statAt(NO_FOLLOW, name).type;
-  } catch (e) {
-    if (errorCode(e) === 'no-entry') return null;
-    throw ioError('read', name, e);
-  }
-  if (kind !== 'regular-file') throw corrupt(name, notRegular(kind));
-  let file;
-  try {
-    file = root().openAt(NO_FOLLOW, name, {}, { read: true });
-  } catch (e) {
-    if (errorCode(e) === 'no-entry') return null;
-    throw ioError('read', name, e);
-  }
-  let bytes;
-  let stat;
-  try {
-    stat = file.stat();
-    if (stat.type !== 'regular-file') throw corrupt(name, notRegular(stat.type));
-    if (BigInt(stat.size) > BigInt(MAX_TASK_FILE_BYTES)) throw corrupt(name, tooLarge(stat.size));
-    // At most one byte past the cap, in case the file grew since it was looked at.
-    bytes = readBytes(file, MAX_TASK_FILE_BYTES + 1);
-  } catch (e) {
-    if (e instanceof StoreError) throw e;
-    throw ioError('read', name, e);
-  } finally {
-    close(file);
-  }
-  if (bytes.length > MAX_TASK_FILE_BYTES) throw corrupt(name, tooLarge(bytes.length));
-  const text = decodeUtf8(bytes);
-  if (text === null) throw corrupt(name, 'not UTF-8');
-  return { text, stamp: stampOf(stat) };
+  const found = readCapped(name, MAX_TASK_FILE_BYTES, { corrupt, tooLarge });
+  return found === null ? null : { text: found.text, stamp: stampOf(found.stat) };
 }
 
 /**
@@ -268,87 +183,6 @@ function openRecordForSave(name) {
   }
 }
 
-/** Flushes the directory itself, so a rename or unlink survives power loss. */
-function syncDir() {
-  let dir;
-  try {
-    dir = root().openAt(FOLLOW, '.', { directory: true }, { read: true });
-    dir.sync();
-  } catch (e) {
-    throw ioError('sync directory', '', e);
-  } finally {
-    close(dir);
-  }
-}
-
-/** 32 lower-case hex digits from `wasi:random` (via `crypto.getRandomValues`). */
-function randomHex() {
-  const bytes = crypto.getRandomValues(new Uint8Array(16));
-  let hex = '';
-  for (const b of bytes) hex += b.toString(16).padStart(2, '0');
-  return hex;
-}
-
-/** A new temp file, created exclusively (`O_CREAT | O_EXCL`) under a random hidden name. */
-function createTemp() {
-  let last = null;
-  for (let attempt = 0; attempt < 16; attempt++) {
-    const name = TEMP_PREFIX + randomHex();
-    try {
-      const file = root().openAt(FOLLOW, name, { create: true, exclusive: true }, { write: true });
-      return { name, file };
-    } catch (e) {
-      if (errorCode(e) !== 'exist') throw ioError('create temp file', name, e);
-      last = ioError('create temp file', name, e);
-    }
-  }
-  throw last;
-}
-
-function removeQuietly(name) {
-  try {
-    root().unlinkFileAt(name);
-  } catch {
-    // Best effort: the temp file is hidden and swept later if this fails too.
-  }
-}
-
-function writeAll(file, bytes, name) {
-  let offset = 0;
-  while (offset < bytes.length) {
-    const written = Number(file.write(bytes.subarray(offset), BigInt(offset)));
-    if (written <= 0) throw new StoreError('io', `cannot write ${ROOT}${name}: short write`);
-    offset += written;
-  }
-}
-
-/**
- * Writes `bytes` to a fresh temp file, flushed (`sync-data`) under full durability: its name and
- * stamp (a `stat` of the written file). On failure the temp file is removed.
- */
-function writeTemp(bytes, durable) {
-  const temp = createTemp();
-  try {
-    writeAll(temp.file, bytes, temp.name);
-    if (durable) temp.file.syncData();
-    const stamp = stampOf(temp.file.stat());
-    close(temp.file);
-    return { name: temp.name, stamp };
-  } catch (e) {
-    close(temp.file);
-    removeQuietly(temp.name);
-    throw e instanceof StoreError ? e : ioError('write', temp.name, e);
-  }
-}
-
-function renameInto(from, to) {
-  try {
-    root().renameAt(from, root(), to);
-  } catch (e) {
-    throw ioError('rename into', to, e);
-  }
-}
-
 /** Nanoseconds on the monotonic clock. */
 function monotonicNs() {
   return BigInt(monotonicNow());
@@ -362,42 +196,6 @@ function sleepNs(ns) {
   } finally {
     close(pollable);
   }
-}
-
-/** Milliseconds on the wall clock, to age files by their modification time. */
-function wallNowMs() {
-  return Date.now();
-}
-
-function mtimeMs(stat) {
-  const t = stat.dataModificationTimestamp;
-  return t ? Number(t.seconds) * 1000 + t.nanoseconds / 1e6 : null;
-}
-
-/**
- * Every entry name in the directory. Read through a descriptor opened on `.` rather than the
- * preopen itself, as wasi-libc's `opendir` does: preview2-shim (the store in Node) cannot list a
- * preopen descriptor.
- */
-function entryNames() {
-  let dir;
-  let stream;
-  const names = [];
-  try {
-    dir = root().openAt(FOLLOW, '.', { directory: true }, { read: true });
-    stream = dir.readDirectory();
-    for (;;) {
-      const entry = stream.readDirectoryEntry();
-      if (entry === undefined || entry === null) break;
-      names.push(entry.name);
-    }
-  } catch (e) {
-    throw ioError('list', '', e);
-  } finally {
-    close(stream);
-    close(dir);
-  }
-  return names;
 }
 
 function formatMs(ms) {
@@ -439,14 +237,9 @@ export class DirStore {
           if (this.isStale(name)) this.breakLock(name);
           continue;
         }
-        if (!name.startsWith(TEMP_PREFIX)) continue;
-        try {
-          const modified = mtimeMs(root().statAt(NO_FOLLOW, name));
-          if (modified !== null && now - modified >= STALE_TEMP_AGE_MS) root().unlinkFileAt(name);
-        } catch {
-          // Gone already, or not ours to remove.
-        }
+        removeIfStaleTemp(name, now, STALE_TEMP_AGE_MS);
       }
+      sweepPushTemps(now);
     } catch {
       // An unreadable directory shows up as an error of the call itself.
     }
@@ -634,8 +427,19 @@ export class DirStore {
     };
   }
 
-  /** Removes the Task with this id (under its lock): `true` if there was one. */
+  /**
+   * Removes the Task with this id (under its lock): `true` if there was one. Its push configs
+   * go after it (the lock released), whether or not the Task file existed: a crash in between
+   * leaves configs of no Task, which the next delete of that id removes.
+   */
   delete(id) {
+    const existed = this.deleteTask(id);
+    deletePushConfigs(id, this.durable);
+    return existed;
+  }
+
+  /** The Task file and its version record, under the Task's lock. */
+  deleteTask(id) {
     const name = encodeId(id);
     const { record: recordName, lock: lockName } = sideNames(name);
     const lock = this.lock(lockName);

@@ -1,17 +1,18 @@
-// The toolnexus file store in JavaScript: a component of the `full-task-store` world
-// (wit/task-store.wit, `toolnexus:task-store@0.2.0`), built with componentize-js by ../build.mjs.
+// The toolnexus file store in JavaScript: a component of the `full-push-task-store` world
+// (wit/task-store.wit, `toolnexus:task-store@0.3.0`), built with componentize-js by ../build.mjs.
 //
 // It keeps one JSON file per Task in the directory the host preopens at `/`, with its version
 // record and (while saving) its lock, in exactly the format of the Rust file store
 // (docs/on-disk-format.md), so either store can open a directory the other wrote and both can
 // write it at once. Per-instance memory holds only settings (durability, lock lease) and the
-// directory handle; every Task lives on disk, because the host pools several instances and calls
+// directory handle; every Task and push config lives on disk, because the host pools several instances and calls
 // them concurrently.
 //
 // WIT values: `u64` is a BigInt; `option<T>` is `undefined` or the value; a variant is
 // `{ tag, val }`; an `err` is thrown.
 
 import { DirStore } from './dir.js';
+import { deletePushConfig, getPushConfig, listPushConfigs, savePushConfig } from './push.js';
 import {
   DEFAULT_LOCK_LEASE_MS,
   MAX_LOCK_LEASE_MS,
@@ -75,6 +76,32 @@ export const catalog = {
   },
   delete(id) {
     return call(() => dirStore().delete(id));
+  },
+};
+
+/**
+ * A push-config call: as `call`, after the instance's sweep (a `DirStore`'s first construction
+ * clears crashed writers' temp files, push configs' included), whichever call comes first.
+ */
+function pushCall(body) {
+  return call(() => {
+    dirStore();
+    return body();
+  });
+}
+
+export const pushConfigs = {
+  set(taskId, config) {
+    pushCall(() => savePushConfig(taskId, config, !relaxed));
+  },
+  get(taskId, configId) {
+    return pushCall(() => getPushConfig(taskId, configId) ?? undefined);
+  },
+  list(taskId) {
+    return pushCall(() => listPushConfigs(taskId));
+  },
+  delete(taskId, configId) {
+    return pushCall(() => deletePushConfig(taskId, configId, !relaxed));
   },
 };
 

@@ -8,8 +8,8 @@ import { _setPreopens } from '@bytecodealliance/preview2-shim/filesystem';
 let instances = 0;
 
 /**
- * A new instance over `dir`: `{ store, catalog, config, DirStore }` — the WIT exports exactly as
- * the component exports them, and the directory class for the lock internals. Its first call
+ * A new instance over `dir`: `{ store, catalog, config, pushConfigs, DirStore }` — the WIT
+ * exports exactly as the component exports them, and the directory class for the lock internals. Its first call
  * sweeps the directory, as a component instance's does.
  */
 export async function openInstance(dir, settings = []) {
@@ -20,7 +20,13 @@ export async function openInstance(dir, settings = []) {
   exports.config.configure(settings);
   // Look the preopen up now, before another instance changes the shim's preopens.
   new DirStore(true);
-  return { store: exports.store, catalog: exports.catalog, config: exports.config, DirStore };
+  return {
+    store: exports.store,
+    catalog: exports.catalog,
+    config: exports.config,
+    pushConfigs: exports.pushConfigs,
+    DirStore,
+  };
 }
 
 /** Runs a WIT call, returning `{ ok }` or `{ err }` (the thrown `store-error`). */

@@ -7,7 +7,7 @@ use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
 use toolnexus::wasm::{ComponentSource, WasmTaskStore};
-use toolnexus::{FileTaskStore, StoreError, Task, TaskStore};
+use toolnexus::{FileTaskStore, PushConfig, StoreError, Task, TaskStore};
 use toolnexus_compose::{ComposeError, compose, compose_chain};
 use toolnexus_conformance::{
     GUARDED_FILE_STORE_COMPONENT, HOSTILE_COMPONENT, LIFECYCLE_GUARD_COMPONENT, snapshot, state,
@@ -196,6 +196,37 @@ async fn middlewares_stack() {
     assert_eq!(page.tasks.len(), 1);
 }
 
+/// The guard has no rule about push configs: they pass through to the file store underneath,
+/// into its files, whatever state the Task is in, and go with the Task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_configs_pass_through_the_guard_to_the_file_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = guarded(dir.path());
+    assert!(store.supports_push_configs());
+    store.save(&with_state("p", "completed")).await.unwrap();
+    let config = PushConfig::from_json(r#"{"id":"c1","url":"https://example.com/hook"}"#).unwrap();
+    store.save_push_config("p", &config).await.unwrap();
+    assert_eq!(
+        store.get_push_config("p", "c1").await.unwrap(),
+        Some(config.clone())
+    );
+    assert_eq!(
+        store.list_push_configs("p").await.unwrap(),
+        vec![config.clone()]
+    );
+    // Where the file store keeps it, as the native store reads it.
+    let native = FileTaskStore::new(dir.path()).unwrap();
+    assert_eq!(
+        native.get_push_config("p", "c1").await.unwrap(),
+        Some(config.clone())
+    );
+    assert!(store.delete_push_config("p", "c1").await.unwrap());
+    assert_eq!(store.get_push_config("p", "c1").await.unwrap(), None);
+    store.save_push_config("p", &config).await.unwrap();
+    assert!(store.delete("p").await.unwrap());
+    assert!(store.list_push_configs("p").await.unwrap().is_empty());
+}
+
 #[test]
 fn composition_errors_name_what_does_not_fit() {
     // The file store imports no task-store interface: it is not a middleware.
@@ -206,7 +237,7 @@ fn composition_errors_name_what_does_not_fit() {
     .unwrap_err();
     assert!(matches!(err, ComposeError::NotAMiddleware), "{err}");
     // The hostile component is a contract 0.1.0 store exporting `store` and `config`; the
-    // guard needs all three interfaces at 0.2.
+    // guard needs all four interfaces at 0.3.
     let err = compose(LIFECYCLE_GUARD_COMPONENT, HOSTILE_COMPONENT).unwrap_err();
     let ComposeError::MissingExport { interface } = &err else {
         panic!("expected MissingExport, got {err}");
@@ -215,7 +246,8 @@ fn composition_errors_name_what_does_not_fit() {
         [
             "toolnexus:task-store/store",
             "toolnexus:task-store/config",
-            "toolnexus:task-store/catalog"
+            "toolnexus:task-store/catalog",
+            "toolnexus:task-store/push-configs"
         ]
         .contains(&interface.as_str()),
         "{interface}"

@@ -102,3 +102,8 @@ macro_rules! all_stores {
 }
 
 toolnexus_conformance::for_each_case!(all_stores);
+// The push-notification config cases, in a module of their own (the callback names its modules).
+mod push_cases {
+    use super::*;
+    toolnexus_conformance::for_each_push_case!(all_stores);
+}

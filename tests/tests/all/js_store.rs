@@ -24,7 +24,9 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use toolnexus::wasm::{CacheDir, CacheOutcome, ComponentSource, WasmTaskStore};
-use toolnexus::{Durability, FileTaskStore, ListQuery, StoreError, Task, TaskStore, resolve_store};
+use toolnexus::{
+    Durability, FileTaskStore, ListQuery, PushConfig, StoreError, Task, TaskStore, resolve_store,
+};
 use toolnexus_conformance::node::{Js, js, parse_lines, run};
 use toolnexus_conformance::{StoreFactory, snapshot, suite, task, vectors};
 
@@ -83,6 +85,11 @@ macro_rules! js_conformance_all {
 
 // The same cases as conformance.rs runs against every Rust store.
 toolnexus_conformance::for_each_case!(js_conformance_all);
+// The push-notification config cases, in a module of their own (the callback names its modules).
+mod push_cases {
+    use super::*;
+    toolnexus_conformance::for_each_push_case!(js_conformance_all);
+}
 
 /// The shared vectors plus Tasks whose ids are hostile as file names (escapes, dots, NUL,
 /// non-ASCII, and ids long enough to get a hashed name).
@@ -260,6 +267,151 @@ async fn js_and_rust_stores_write_byte_identical_directories() {
     assert_eq!(rust_files, js_files, "the same bytes in every file");
 }
 
+/// Push configs whose Task and config ids are hostile as file names (escapes, dots, non-ASCII,
+/// a Task id long enough for a hashed name), several per Task.
+fn interchange_push_configs() -> Vec<(String, PushConfig)> {
+    let tasks = ["t1", "a/b", "..", "é/日本語", &"x".repeat(300)].map(str::to_owned);
+    let configs = ["c1", "c/1", ".", "-", "B", "日本", "~"];
+    let mut all = Vec::new();
+    for (i, task_id) in tasks.iter().enumerate() {
+        for (j, config_id) in configs.iter().enumerate().skip(i % 3) {
+            let config = json!({
+                "id": config_id,
+                "url": format!("https://example.com/hook/{i}/{j}"),
+                "token": "secret",
+                "n": 9007199254740993_u64,
+            });
+            all.push((task_id.clone(), PushConfig::from_value(config).unwrap()));
+        }
+    }
+    all
+}
+
+/// Every file under `dir`, recursively, as `(path from dir, bytes)`, sorted.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let name = path
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((name, fs::read(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
+/// The configs of `task_id` in `configs`, by config id (byte order), as a store lists them.
+fn expected_configs(configs: &[(String, PushConfig)], task_id: &str) -> Vec<PushConfig> {
+    let mut theirs: Vec<PushConfig> = configs
+        .iter()
+        .filter(|(t, _)| t == task_id)
+        .map(|(_, c)| c.clone())
+        .collect();
+    theirs.sort_by(|a, b| a.id().as_bytes().cmp(b.id().as_bytes()));
+    theirs
+}
+
+/// Push configs across implementations: the JavaScript store, the native store and the Rust
+/// component write the same files (names and bytes) under `.push/`, each reads and lists what
+/// the others wrote, and a Task's delete by one takes its configs for all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn js_and_rust_stores_share_push_configs_in_byte_identical_files() {
+    let Some(js) = js() else { return };
+    let configs = interchange_push_configs();
+    let rust_dir = tempfile::tempdir().unwrap();
+    let js_dir = tempfile::tempdir().unwrap();
+    let native = FileTaskStore::new(rust_dir.path()).unwrap();
+    let js_writer = js_store(js, js_dir.path());
+    assert!(js_writer.supports_push_configs());
+    for (task_id, config) in &configs {
+        native.save_push_config(task_id, config).await.unwrap();
+        js_writer.save_push_config(task_id, config).await.unwrap();
+    }
+    let rust_files = tree(rust_dir.path());
+    assert_eq!(
+        rust_files.len(),
+        configs.len(),
+        "one file per config, no temp files"
+    );
+    assert!(
+        rust_files
+            .iter()
+            .all(|(name, _)| name.starts_with(".push/"))
+    );
+    assert_eq!(
+        rust_files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        tree(js_dir.path())
+            .iter()
+            .map(|(n, _)| n)
+            .collect::<Vec<_>>(),
+        "the same file names (percent escapes, hashed long names)"
+    );
+    assert_eq!(
+        rust_files,
+        tree(js_dir.path()),
+        "the same bytes in every file"
+    );
+
+    // Each reads what the other wrote: the JavaScript store the Rust directory, the native
+    // store and the Rust component the JavaScript one.
+    let js_reader = js_store(js, rust_dir.path());
+    let component = WasmTaskStore::file_store(js_dir.path()).unwrap();
+    let native_reader = FileTaskStore::new(js_dir.path()).unwrap();
+    let readers: [&dyn TaskStore; 3] = [&*js_reader, &component, &native_reader];
+    for (task_id, config) in &configs {
+        for reader in readers {
+            let got = reader.get_push_config(task_id, config.id()).await.unwrap();
+            assert_eq!(
+                got.as_ref(),
+                Some(config),
+                "{task_id:?} via {}",
+                reader.describe()
+            );
+        }
+    }
+    let task_ids: std::collections::BTreeSet<&str> =
+        configs.iter().map(|(t, _)| t.as_str()).collect();
+    for task_id in &task_ids {
+        let want = expected_configs(&configs, task_id);
+        for reader in readers {
+            let listed = reader.list_push_configs(task_id).await.unwrap();
+            assert_eq!(listed, want, "{task_id:?} via {}", reader.describe());
+        }
+    }
+
+    // A Task deleted by one store takes its configs for the others; the rest stay. The
+    // JavaScript store deletes a Task the native store saved; the Rust component an id never
+    // saved as a Task, whose configs go all the same.
+    let deleted = "a/b";
+    native.save(&task(json!({"id": deleted}))).await.unwrap();
+    assert!(js_reader.delete(deleted).await.unwrap());
+    assert!(native.list_push_configs(deleted).await.unwrap().is_empty());
+    assert!(!component.delete(deleted).await.unwrap());
+    assert!(
+        js_writer
+            .list_push_configs(deleted)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    for reader in [&native as &dyn TaskStore, &*js_writer] {
+        assert_eq!(
+            reader.list_push_configs("t1").await.unwrap(),
+            expected_configs(&configs, "t1")
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn js_store_reports_foreign_and_corrupt_files_as_corrupt() {
     let Some(js) = js() else { return };
@@ -385,6 +537,40 @@ async fn node_runs_the_rust_file_store_over_a_directory_the_rust_host_wrote() {
         listed,
         list_all(&host).await,
         "the same Tasks in the same order"
+    );
+}
+
+/// The Rust file store's push configs in Node: what the Rust host saved, Node lists and gets;
+/// what Node saves and deletes, the Rust host sees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn node_runs_the_rust_file_stores_push_configs_over_the_rust_hosts_directory() {
+    let Some(js) = js() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let host = WasmTaskStore::file_store(dir.path()).unwrap();
+    let config = |id: &str| {
+        PushConfig::from_value(json!({"id": id, "url": format!("https://example.com/{id}")}))
+            .unwrap()
+    };
+    for id in ["c2", "c/1"] {
+        host.save_push_config("a/b", &config(id)).await.unwrap();
+    }
+    let listed = js.node_host(dir.path(), &["push-list", "a/b"], "");
+    assert_eq!(
+        listed,
+        format!("{}\n{}\n", config("c/1").as_json(), config("c2").as_json())
+    );
+    let got = js.node_host(dir.path(), &["push-get", "a/b", "c2", "none"], "");
+    assert_eq!(got, format!("{}\nnull\n", config("c2").as_json()));
+
+    let inputs = tempfile::tempdir().unwrap();
+    let file = inputs.path().join("c3.json");
+    fs::write(&file, config("c3").as_json()).unwrap();
+    js.node_host(dir.path(), &["push-set", "a/b", file.to_str().unwrap()], "");
+    let deleted = js.node_host(dir.path(), &["push-delete", "a/b", "c2", "c2"], "");
+    assert_eq!(deleted, "true\nfalse\n");
+    assert_eq!(
+        host.list_push_configs("a/b").await.unwrap(),
+        vec![config("c/1"), config("c3")]
     );
 }
 

@@ -21,6 +21,7 @@ mod memories;
 mod namespaces;
 mod postgres;
 mod processes;
+mod push_files;
 mod quota;
 mod sandbox;
 mod selectors;

@@ -582,6 +582,7 @@ async fn postgres_namespaces_are_separate_tables() {
         .iter()
         .map(|ns| namespace_table(&base, ns).unwrap())
         .chain([base.clone()])
+        .flat_map(|t| [format!("{t}_push_configs"), t])
         .collect();
     expected.sort();
     assert_eq!(tables, expected);
@@ -601,7 +602,11 @@ async fn postgres_invalid_namespaces_create_no_table_and_hide_the_password() {
         &format!("SELECT count(*) FROM information_schema.tables WHERE table_name LIKE '{base}%'"),
     )
     .unwrap();
-    assert_eq!(rows[0][0].as_deref(), Some("1"), "only the root's table");
+    assert_eq!(
+        rows[0][0].as_deref(),
+        Some("2"),
+        "only the root's table and its push table"
+    );
 
     // A table too long to divide opens as a root, and refuses every namespace, typed and
     // without the password.

@@ -1,5 +1,6 @@
 //! The PostgreSQL store against a real server: the conformance suite, selectors, fidelity,
-//! listing, and the server going away and coming back.
+//! listing, the server going away and coming back, and push-notification configs (a table of
+//! the previous release upgraded, corrupt rows, namespaces, replicas; in `postgres/push.rs`).
 //!
 //! The server is `TOOLNEXUS_TEST_POSTGRES_URL`, or a throwaway cluster these tests start
 //! (see `toolnexus_conformance::pg`); without either they skip, unless
@@ -12,6 +13,8 @@ use toolnexus::postgres::PostgresTaskStore;
 use toolnexus::{Blame, InMemoryTaskStore, ListQuery, StoreError, Task, TaskStore, resolve_store};
 use toolnexus_conformance::pg::{self, TableGuard};
 use toolnexus_conformance::{StoreFactory, suite, task};
+
+mod push;
 
 /// Stores over one table of a server: every `open` sees the same Tasks.
 struct Pg {
@@ -43,6 +46,7 @@ macro_rules! conformance {
                     let Some(server) = pg::server() else { return };
                     let table = pg::unique_table(stringify!($case));
                     let _guard = TableGuard::new(&server, &table);
+                    let _push_guard = TableGuard::new(&server, &push_table(&table));
                     let dir = tempfile::tempdir().unwrap();
                     let factory = Pg { url: server.url().to_owned(), table };
                     suite::$case(&factory, dir.path()).await;
@@ -53,6 +57,16 @@ macro_rules! conformance {
 }
 
 toolnexus_conformance::for_each_case!(conformance);
+// The push-notification config cases, in a module of their own (the callback names its modules).
+mod push_cases {
+    use super::*;
+    toolnexus_conformance::for_each_push_case!(conformance);
+}
+
+/// The push-config table the store makes beside the Task table `table`.
+fn push_table(table: &str) -> String {
+    format!("{table}_push_configs")
+}
 
 fn selector_error(selector: &str) -> StoreError {
     match resolve_store(selector) {

@@ -242,13 +242,14 @@ fn an_incompatible_version_of_the_contract_is_named() {
     let bytes = wat_component(
         r#"(component
              (instance $store)
-             (export "toolnexus:task-store/store@0.3.0" (instance $store)))"#,
+             (export "toolnexus:task-store/store@0.4.0" (instance $store)))"#,
     );
     let msg = load_error(Some(&bytes));
-    assert!(msg.contains("toolnexus:task-store/store@0.3.0"), "{msg}");
-    assert!(msg.contains("incompatible with both"), "{msg}");
+    assert!(msg.contains("toolnexus:task-store/store@0.4.0"), "{msg}");
+    assert!(msg.contains("incompatible with every one"), "{msg}");
     assert!(
-        msg.contains("toolnexus:task-store/store@0.2.0")
+        msg.contains("toolnexus:task-store/store@0.3.0")
+            && msg.contains("toolnexus:task-store/store@0.2.0")
             && msg.contains("toolnexus:task-store/store@0.1.0"),
         "{msg}"
     );

@@ -2,11 +2,12 @@
 
 use super::options::Expect;
 use crate::id::IdError;
+use crate::push_config::PUSH_DIR;
 use crate::query::QueryError;
 use crate::task::TaskError;
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What went wrong with a directory operation. Every variant names the file involved.
 #[derive(Debug)]
@@ -15,7 +16,8 @@ pub enum DirError {
     InvalidId(IdError),
     /// The document to save is not a Task.
     InvalidTask(TaskError),
-    /// A Task file exists but does not hold the Task it should.
+    /// A Task file (or a push config file) exists but does not hold the Task (config) it
+    /// should.
     Corrupt { file: PathBuf, reason: String },
     /// The file system refused.
     Io {
@@ -41,7 +43,12 @@ impl fmt::Display for DirError {
             DirError::InvalidId(e) => e.fmt(f),
             DirError::InvalidTask(e) => e.fmt(f),
             DirError::Corrupt { file, reason } => {
-                write!(f, "corrupt task file {}: {reason}", file.display())
+                let what = if is_push_config_file(file) {
+                    "push config file"
+                } else {
+                    "task file"
+                };
+                write!(f, "corrupt {what} {}: {reason}", file.display())
             }
             DirError::Io { op, file, source } => {
                 write!(f, "cannot {op} {}: {source}", file.display())
@@ -61,6 +68,16 @@ impl fmt::Display for DirError {
             DirError::InvalidQuery(e) => e.fmt(f),
         }
     }
+}
+
+/// Whether `file` is `<root>/.push/<task stem>/<name>`: a push config's file, named so in
+/// messages.
+fn is_push_config_file(file: &Path) -> bool {
+    let push_dir = file
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name);
+    push_dir.is_some_and(|name| name == PUSH_DIR)
 }
 
 impl std::error::Error for DirError {

@@ -13,7 +13,8 @@
 //! - Beside each Task file, its version record ([`record`]) says which version it is.
 //!
 //! This module is the [`DirStore`] itself: what a get, a save, a listing, a delete and a sweep
-//! do, in which order. The file operations differ between a native process and a component and
+//! do, in which order. A Task's push-notification configs, files in its own directory under
+//! `.push/`, are the store's too ([`push`]: saved, read, listed and deleted there). The file operations differ between a native process and a component and
 //! are one module per platform, with the same functions: `unix.rs` (natively), `wasi.rs`
 //! (inside a `wasm32-wasip2` component, through `wasi:filesystem` directly) and `portable.rs`
 //! (`std::fs` alone, natively on any other system).
@@ -21,6 +22,7 @@
 mod error;
 mod lock;
 mod options;
+mod push;
 mod read;
 mod record;
 mod stat;
@@ -300,7 +302,8 @@ impl DirStore {
     }
 
     /// Removes the Task with this id: `true` if there was one. Takes the Task's lock, so it
-    /// never interleaves with a save of the same id.
+    /// never interleaves with a save of the same id. Then removes the Task's push configs
+    /// (whether or not there was a Task), an error if they cannot be.
     pub fn delete(&self, id: &str) -> Result<bool, DirError> {
         let files = self.files_of(id)?;
         let lock = self.lock(files.lock.clone())?;
@@ -329,7 +332,11 @@ impl DirStore {
             Ok(())
         };
         lock.release();
-        synced.map(|()| existed)
+        synced?;
+        // Its push configs go once the Task is gone (a crash in between leaves configs of no
+        // Task, which the next delete of that id removes).
+        self.delete_push_configs(id)?;
+        Ok(existed)
     }
 
     /// Saves a Task whose text the caller already checked to be a Task with this `id` (with
@@ -498,7 +505,8 @@ impl DirStore {
 
     /// Removes temp files left by writers that crashed before their rename: those whose last
     /// change is older than `older_than`. Younger ones may belong to a live writer and stay.
-    /// Locks left by crashed writers (older than the lease) are broken too.
+    /// Locks left by crashed writers (older than the lease) are broken too, and the temp files
+    /// of push-config saves in `.push/*/` swept the same way.
     /// Returns how many temp files were removed; errors on single entries are skipped.
     pub fn sweep_temp_files(&self, older_than: Duration) -> Result<usize, DirError> {
         let entries = fs::read_dir(&self.root).map_err(|source| DirError::Io {
@@ -519,18 +527,12 @@ impl DirStore {
                 }
                 continue;
             }
-            if !name.starts_with(TEMP_PREFIX) {
-                continue;
-            }
-            let stale = entry
-                .metadata()
-                .and_then(|m| m.modified())
-                .map(|modified| now.duration_since(modified).unwrap_or_default() >= older_than)
-                .unwrap_or(false);
-            if stale && fs::remove_file(entry.path()).is_ok() {
+            // Anything else that is not a temp file stays: Task files, version records, the
+            // `.push` directory (swept below) and foreign files.
+            if temp::remove_if_stale_temp(&entry, older_than, now) {
                 removed += 1;
             }
         }
-        Ok(removed)
+        Ok(removed + self.sweep_push_temp_files(older_than, now))
     }
 }

@@ -23,6 +23,15 @@ pub const NOWAIT_READ_MAX_BYTES: u64 = 32 << 10;
 /// a store component), reading a Task file never blocks and never reads without bound.
 /// Also returns the stamp (length, modification time) of the file it read.
 pub(super) fn read_text(path: &Path) -> Result<Option<(String, Stamp)>, DirError> {
+    read_text_capped(path, MAX_TASK_FILE_BYTES)
+}
+
+/// [`read_text`] of a file that may be at most `max_bytes` long (a larger one is `Corrupt`):
+/// the same refusals, another cap (a push config's, say).
+pub(super) fn read_text_capped(
+    path: &Path,
+    max_bytes: u64,
+) -> Result<Option<(String, Stamp)>, DirError> {
     let corrupt = |reason: String| DirError::Corrupt {
         file: path.to_path_buf(),
         reason,
@@ -41,17 +50,17 @@ pub(super) fn read_text(path: &Path) -> Result<Option<(String, Stamp)>, DirError
         Err(Refused::Kind(kind)) => return Err(corrupt(not_regular(kind))),
     };
     let stamp = file.stamp;
-    if stamp.size > MAX_TASK_FILE_BYTES {
-        return Err(corrupt(too_large(stamp.size)));
+    if stamp.size > max_bytes {
+        return Err(corrupt(too_large(stamp.size, max_bytes)));
     }
     // The length `stat` saw (within the cap); a file it saw empty is read to its end, and one
     // byte past the cap at the most.
-    let bytes = match file.read_up_to(MAX_TASK_FILE_BYTES + 1) {
+    let bytes = match file.read_up_to(max_bytes + 1) {
         Ok(bytes) => bytes,
         Err(e) => return io_error(e),
     };
-    if bytes.len() as u64 > MAX_TASK_FILE_BYTES {
-        return Err(corrupt(too_large(bytes.len() as u64)));
+    if bytes.len() as u64 > max_bytes {
+        return Err(corrupt(too_large(bytes.len() as u64, max_bytes)));
     }
     String::from_utf8(bytes)
         .map(|text| Some((text, stamp)))
@@ -100,6 +109,6 @@ fn not_regular(kind: Kind) -> String {
     format!("is {what}")
 }
 
-fn too_large(size: u64) -> String {
-    format!("is {size} bytes, over the largest Task file read ({MAX_TASK_FILE_BYTES} bytes)")
+fn too_large(size: u64, max_bytes: u64) -> String {
+    format!("is {size} bytes, over the largest such file read ({max_bytes} bytes)")
 }

@@ -6,6 +6,7 @@
 
 mod listing;
 mod locks;
+mod push;
 mod reads_and_saves;
 mod versions;
 

@@ -3,7 +3,7 @@
 use serde_json::json;
 use std::path::Path;
 use std::process::{Command, Output};
-use toolnexus::{StoreError, Task, resolve_store};
+use toolnexus::{PushConfig, StoreError, Task, resolve_store};
 use toolnexus_conformance::{HOSTILE_COMPONENT, LIFECYCLE_GUARD_COMPONENT};
 
 const TN_COMPOSE: &str = env!("CARGO_BIN_EXE_tn-compose");
@@ -68,6 +68,15 @@ async fn composes_files_into_a_store_that_loads_with_a_wasm_selector() {
     let got = store.get("t-1").await.unwrap().unwrap();
     assert_eq!(got.get("status").unwrap()["state"], "completed");
     assert!(tasks.join("t-1.json").is_file());
+    // Push configs pass through the guard to the file store's files.
+    assert!(store.supports_push_configs());
+    let config = PushConfig::from_json(r#"{"id":"c1","url":"https://example.com/h"}"#).unwrap();
+    store.save_push_config("t-1", &config).await.unwrap();
+    assert_eq!(store.list_push_configs("t-1").await.unwrap(), vec![config]);
+    assert_eq!(
+        std::fs::read_to_string(tasks.join(".push").join("t-1").join("c1.json")).unwrap(),
+        r#"{"id":"c1","url":"https://example.com/h"}"#
+    );
 }
 
 #[test]

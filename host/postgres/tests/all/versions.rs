@@ -26,7 +26,7 @@ use toolnexus_core::{
 use toolnexus_format::Timestamp;
 use toolnexus_postgres::PostgresTaskStore;
 
-/// A table of the test's own, dropped at the end.
+/// A table of the test's own, dropped at the end with the push table beside it.
 struct Table {
     url: String,
     name: String,
@@ -70,7 +70,10 @@ impl Drop for Table {
     fn drop(&mut self) {
         let _ = execute(
             &self.url,
-            &format!("DROP TABLE IF EXISTS \"{}\"", self.name),
+            &format!(
+                "DROP TABLE IF EXISTS \"{0}\", \"{0}_push_configs\"",
+                self.name
+            ),
         );
     }
 }

@@ -12,7 +12,7 @@ use toolnexus_a2a_protocol::{
 };
 use toolnexus_core::{InMemoryTaskStore, TaskStore};
 
-struct TokioSpawn;
+pub struct TokioSpawn;
 
 impl Spawn for TokioSpawn {
     fn spawn(&self, future: BoxFuture<'static, ()>) {
@@ -38,6 +38,7 @@ pub fn service_with(agent: Arc<dyn Agent>, agent_limits: AgentLimits) -> Service
             output_modes: vec!["text/plain".into()],
             agent_limits,
             finish_read_to_write_delay: Duration::ZERO,
+            push: None,
         },
         Arc::new(TokioSpawn),
     )
@@ -51,7 +52,7 @@ pub fn send_params(text: &str, streaming: bool) -> SendParams {
         return_immediately: false,
         history_length: None,
         accepted_output_modes: Vec::new(),
-        push_config: false,
+        push_config: None,
         metadata: None,
         extensions: Vec::new(),
     }

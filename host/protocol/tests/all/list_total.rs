@@ -110,6 +110,7 @@ fn service(store: Arc<Uncounted>) -> Service {
             output_modes: vec!["text/plain".into()],
             agent_limits: AgentLimits::default(),
             finish_read_to_write_delay: Duration::ZERO,
+            push: None,
         },
         Arc::new(TokioSpawn),
     )

@@ -5,3 +5,4 @@ mod agent_events;
 mod agent_outcomes;
 mod harness;
 mod list_total;
+mod push;

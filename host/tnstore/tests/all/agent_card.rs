@@ -92,7 +92,7 @@ fn a_public_address_needs_a_public_url() {
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("--public-url"), "{stderr}");
 
-    let mut child = Command::new(common::TNSTORE)
+    let mut child = common::tnstore_command()
         .args(["--store", "memory", "serve", "--addr", "0.0.0.0:0"])
         .args([
             "--insecure-no-auth",

@@ -2,9 +2,9 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-use crate::common::{self, TNSTORE};
+use crate::common;
 
 /// Runs `tnstore <args>` in `cwd` to its end, with `stdin` as its input.
 fn tnstore(cwd: &Path, args: &[&str], stdin: Option<&str>) -> Output {
@@ -69,7 +69,7 @@ fn every_store_kind_round_trips_through_the_cli() {
 #[test]
 fn the_store_can_come_from_the_environment() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = Command::new(TNSTORE)
+    let out = common::tnstore_command()
         .current_dir(cwd.path())
         .env("TNSTORE_STORE", "file:./from-env")
         .args(["get", "nope"])
@@ -266,7 +266,7 @@ fn a_task_file_with_a_lone_surrogate_is_corrupt_not_a_crash() {
 #[test]
 fn help_never_shows_the_selector_from_the_environment() {
     let cwd = tempfile::tempdir().unwrap();
-    let out = Command::new(TNSTORE)
+    let out = common::tnstore_command()
         .current_dir(cwd.path())
         .arg("--help")
         .env("TNSTORE_STORE", "postgres://app:s3cret@db/agents")

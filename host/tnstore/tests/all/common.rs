@@ -38,7 +38,7 @@ pub fn serve(
     serve_args: &[&str],
     configure: impl FnOnce(&mut Command),
 ) -> Serving {
-    let mut command = Command::new(TNSTORE);
+    let mut command = tnstore_command();
     command
         .args(store_args)
         .args(["serve", "--addr", "127.0.0.1:0"])
@@ -61,6 +61,18 @@ pub fn serve(
 
 pub use toolnexus_conformance::a2a_client::{call, wait_for_state};
 
+/// Where the servers these tests start keep pending push deliveries: under cargo's scratch
+/// directory for tests, not the package directory (each process takes a slot of its own in
+/// it, so servers running at once do not collide).
+pub const PUSH_OUTBOX: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/push-outbox");
+
+/// `tnstore` as these tests run it: pending push deliveries kept in [`PUSH_OUTBOX`].
+pub fn tnstore_command() -> Command {
+    let mut command = Command::new(TNSTORE);
+    command.env("TNSTORE_PUSH_OUTBOX", PUSH_OUTBOX);
+    command
+}
+
 /// Runs `tnstore <args>` to its end with `stdin` as its input (after `configure` has set
 /// anything else on the command); its exit status and output.
 pub fn run(
@@ -69,7 +81,7 @@ pub fn run(
     configure: impl FnOnce(&mut Command),
 ) -> std::process::Output {
     use std::io::Write;
-    let mut command = Command::new(TNSTORE);
+    let mut command = tnstore_command();
     command
         .args(args)
         .env_remove("TNSTORE_STORE")

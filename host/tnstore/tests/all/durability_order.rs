@@ -26,7 +26,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::TNSTORE;
+use crate::common::{self, TNSTORE};
 
 const REQUIRE_ENV: &str = "TOOLNEXUS_REQUIRE_STRACE";
 
@@ -262,7 +262,7 @@ fn assert_durable_order(strace: &Path, selector: &str, store_dir: &str) {
     let store_dir = cwd.path().join(store_dir);
     let task_file = cwd.path().join("t-task.json");
     fs::write(&task_file, r#"{"id":"t","status":{"state":"submitted"}}"#).unwrap();
-    let first = Command::new(TNSTORE)
+    let first = common::tnstore_command()
         .args(["--store", selector, "save"])
         .arg(&task_file)
         .current_dir(cwd.path())

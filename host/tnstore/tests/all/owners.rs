@@ -168,7 +168,7 @@ fn a_public_address_without_tokens_is_refused_unless_insecure_is_asked_for() {
     );
     // With the explicit flag it serves.
     use std::io::BufRead;
-    let mut child = std::process::Command::new(common::TNSTORE)
+    let mut child = common::tnstore_command()
         .args([
             "--store",
             "memory",

@@ -3,7 +3,9 @@
 //! 1.0 and 0.3, each over JSON-RPC and HTTP+JSON, against a server over the file store, the
 //! file-store component and PostgreSQL. Per store:
 //!
-//! 1. a server whose echo agent answers after 200 ms: `basic`, `stream`, `not-found`;
+//! 1. a server whose echo agent answers after 200 ms: `basic`, `stream`, `not-found`, and
+//!    `push-configs` (set, get, list and delete of push-notification configs, and a config sent
+//!    with a message: `tnstore serve` offers push notifications over every store here);
 //! 2. a server whose agent thinks for a minute (so a Task stays `working` until it is cancelled
 //!    or the server is killed): `cancel`, `subscribe-start`; then SIGKILL, and a restart over the
 //!    same store (which marks the interrupted Tasks `failed`): `subscribe-after-restart` for the
@@ -67,18 +69,35 @@ fn python() -> Option<PathBuf> {
     None
 }
 
-/// `tnstore serve` over `selector`, killed (SIGKILL) when dropped.
-fn start_server(selector: &str, cache: &Path, echo_ms: &str) -> common::Serving {
-    common::serve(&["--store", selector], &["--echo-delay-ms", echo_ms], |c| {
+/// A test's key for sealing webhook credentials (32 bytes as hex).
+const PUSH_KEY: &str = "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+/// `tnstore serve` over `selector` with `serve_args`, killed (SIGKILL) when dropped. Push
+/// notifications are on (the default): the sealing key and the outbox are beside `cache`, in
+/// the test's own directory.
+fn serve_with(selector: &str, cache: &Path, serve_args: &[&str]) -> common::Serving {
+    let dir = cache
+        .parent()
+        .expect("the cache is inside the test's directory");
+    let key = dir.join("push.key");
+    std::fs::write(&key, PUSH_KEY).unwrap();
+    let (key, outbox) = (key.display().to_string(), dir.join("push-outbox"));
+    let outbox = outbox.display().to_string();
+    let mut args = vec!["--push-key-file", &key, "--push-outbox", &outbox];
+    args.extend_from_slice(serve_args);
+    common::serve(&["--store", selector], &args, |c| {
         c.env("TOOLNEXUS_CACHE_DIR", cache);
     })
 }
 
+/// `tnstore serve` over `selector`, killed (SIGKILL) when dropped.
+fn start_server(selector: &str, cache: &Path, echo_ms: &str) -> common::Serving {
+    serve_with(selector, cache, &["--echo-delay-ms", echo_ms])
+}
+
 /// `tnstore serve --agent tck` over `selector`, killed (SIGKILL) when dropped.
 fn start_tck_server(selector: &str, cache: &Path) -> common::Serving {
-    common::serve(&["--store", selector], &["--agent", "tck"], |c| {
-        c.env("TOOLNEXUS_CACHE_DIR", cache);
-    })
+    serve_with(selector, cache, &["--agent", "tck"])
 }
 
 /// The script's runs against one store, and what went wrong in them.
@@ -224,6 +243,7 @@ fn drive(python: PathBuf, store: &str, selector: &str, cache: &Path) {
     for protocol in PROTOCOLS {
         for binding in BINDINGS {
             runs.run(&quick.url, protocol, binding, "basic,stream,not-found", &[]);
+            runs.run(&quick.url, protocol, binding, "push-configs", &[]);
         }
     }
     quick.kill();
@@ -292,6 +312,28 @@ fn the_python_sdk_drives_tnstore_serve_over_files() {
     let tmp = tempfile::tempdir().unwrap();
     let selector = format!("file:{}", tmp.path().join("tasks").display());
     drive(python, "files", &selector, &tmp.path().join("cache"));
+    // The webhooks' secrets the scenarios set are sealed on disk; their URLs are not.
+    let mut texts = Vec::new();
+    read_all(&tmp.path().join("tasks"), &mut texts);
+    assert!(texts.iter().any(|t| t.contains("push.example.invalid")));
+    for secret in ["token-1", "secret-1", "token-2"] {
+        assert!(
+            !texts.iter().any(|t| t.contains(secret)),
+            "{secret:?} is stored as given"
+        );
+    }
+}
+
+/// The text of every file under `dir`, recursively.
+fn read_all(dir: &Path, texts: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            read_all(&path, texts);
+        } else {
+            texts.push(String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned());
+        }
+    }
 }
 
 #[test]

@@ -10,10 +10,12 @@ use toolnexus_core::{Expect, ListQuery, StoreError, Task, TaskStore, Timestamp, 
 use wasmtime::component::{HasData, Linker};
 
 /// The bindings of a world that imports the contract's interfaces: only the `store` and
-/// `catalog` imports are used.
+/// `catalog` imports are used. Served at contract 0.2.0 (`wit/0.2.0/`): components importing
+/// 0.3.0 would see the same `store` and `catalog`, and push configs are the A2A server's
+/// business, not an agent's.
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../../wit",
+        path: "../../wit/0.2.0",
         world: "task-store-middleware",
         imports: { default: async },
         exports: { default: async },

@@ -11,7 +11,7 @@ use crate::sandbox::wasi_overrides;
 use crate::task_store::contract::Exports;
 use crate::task_store::limits::{DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_INSTANCES, Limits};
 use crate::task_store::store::WasmTaskStore;
-use crate::task_store::version::{ContractVersion, STORE_PACKAGE, check_world};
+use crate::task_store::version::{STORE_PACKAGE, check_world};
 use crate::task_store::world::TaskStoreWorld;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -242,7 +242,7 @@ impl WasmTaskStoreBuilder {
             let millis = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
             settings.push(("lock-lease-ms".to_owned(), millis.to_string()));
         }
-        if version == ContractVersion::V0_2 {
+        if version.has_versions() {
             // This host checks every `get` answer in full ([`WasmTaskStore::get_checked`]):
             // a store need not scan what it returns a first time.
             settings.push(("answers-checked".to_owned(), "true".to_owned()));

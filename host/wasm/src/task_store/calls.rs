@@ -3,31 +3,19 @@
 //! the size limit, versions as the condition implies, pages no larger than asked.
 
 use crate::message::sanitize;
-use crate::sandbox::call::{BoxFuture, Op, Run};
-use crate::sandbox::pool::Instance;
-use crate::task_store::contract::{self, Api, ListArgs, VersionConflict, WitError};
+use crate::sandbox::call::Run;
+use crate::task_store::contract::{ListArgs, VersionConflict, WitError};
 use crate::task_store::store::WasmTaskStore;
+use crate::task_store::store_op::op;
 use crate::task_store::version::ContractVersion;
 use toolnexus_core::{
-    Expect, Limit, ListQuery, StoreError, Task, TaskPage, TaskStore, Timestamp, check_id,
+    Expect, Limit, ListQuery, PushConfig, StoreError, Task, TaskPage, TaskStore, Timestamp,
+    check_id,
 };
-
-/// One call of a store component ([`Op`]).
-type StoreOp<T> = Op<Api, T, WitError>;
-
-fn op<T, F>(f: F) -> StoreOp<T>
-where
-    F: for<'a> Fn(&'a mut Instance<Api>) -> BoxFuture<'a, contract::Answer<T>>
-        + Send
-        + Sync
-        + 'static,
-{
-    Box::new(f)
-}
 
 impl WasmTaskStore {
     /// `get`, its answer checked: the Task asked for, no larger than the limit, and from a 0.2
-    /// component its version (never 0); `None` as the version from a 0.1 component.
+    /// or later component its version (never 0); `None` as the version from a 0.1 component.
     async fn get_checked(
         &self,
         id: &str,
@@ -195,33 +183,33 @@ impl TaskStore for WasmTaskStore {
         self.save_checked(task, Expect::Any).await.map(|_| ())
     }
 
-    /// From a contract 0.2 component; a 0.1 component has no versions, and this answers
-    /// [`StoreError::Unsupported`] (operation `versions`).
-    /// A 0.2 component keeps versions; a 0.1 one cannot.
+    /// A 0.2 or later component keeps versions; a 0.1 one cannot.
     fn supports_versions(&self) -> bool {
         WasmTaskStore::supports_versions(self)
     }
 
     async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
-        self.require_0_2("versions")?;
+        self.require_versions("versions")?;
         match self.get_checked(id, true).await? {
             None => Ok(None),
             Some((task, Some(version))) => Ok(Some((task, version))),
-            Some((_, None)) => unreachable!("a contract 0.2 component's get answers a version"),
+            Some((_, None)) => {
+                unreachable!("a contract 0.2 or later component's get answers a version")
+            }
         }
     }
 
-    /// By a contract 0.2 component's conditional `save`; a 0.1 component has no versions, and
+    /// By a contract 0.2 or later component's conditional `save`; a 0.1 component has no versions, and
     /// this answers [`StoreError::Unsupported`] (operation `versions`).
     async fn save_versioned(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
-        self.require_0_2("versions")?;
+        self.require_versions("versions")?;
         match self.save_checked(task, expect).await? {
             Some(version) => Ok(version),
-            None => unreachable!("a contract 0.2 component's save answers a version"),
+            None => unreachable!("a contract 0.2 or later component's save answers a version"),
         }
     }
 
-    /// A contract 0.2 component lists newest status timestamp first and reports the total
+    /// A contract 0.2 or later component lists newest status timestamp first and reports the total
     /// size; a 0.1 component lists in id order, reports no total size (`None`), and answers
     /// [`StoreError::Unsupported`] for a query with `status_timestamp_after`.
     async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
@@ -230,7 +218,7 @@ impl TaskStore for WasmTaskStore {
         let status_timestamp_after = match query.status_timestamp_after {
             None => None,
             Some(at) => {
-                self.require_0_2("list filter status-timestamp-after")?;
+                self.require_versions("list filter status-timestamp-after")?;
                 Some(rfc3339(at)?)
             }
         };
@@ -253,7 +241,7 @@ impl TaskStore for WasmTaskStore {
                         Ok(match i.api.list(&mut i.store, args).await? {
                             Ok(page) => Ok(Ok(page)),
                             Err(WitError::InvalidInput(reason))
-                                if version == ContractVersion::V0_2 =>
+                                if version != ContractVersion::V0_1 =>
                             {
                                 Ok(Err(reason))
                             }
@@ -315,6 +303,33 @@ impl TaskStore for WasmTaskStore {
                 }),
             )
             .await
+    }
+
+    /// A contract 0.3 component that exports `push-configs` keeps them; 0.1 and 0.2 ones
+    /// cannot, and the four methods answer [`StoreError::Unsupported`] (operation
+    /// `push notification configs`).
+    fn supports_push_configs(&self) -> bool {
+        WasmTaskStore::supports_push_configs(self)
+    }
+
+    async fn save_push_config(&self, task_id: &str, config: &PushConfig) -> Result<(), StoreError> {
+        self.set_push_config_checked(task_id, config).await
+    }
+
+    async fn get_push_config(
+        &self,
+        task_id: &str,
+        config_id: &str,
+    ) -> Result<Option<PushConfig>, StoreError> {
+        self.get_push_config_checked(task_id, config_id).await
+    }
+
+    async fn list_push_configs(&self, task_id: &str) -> Result<Vec<PushConfig>, StoreError> {
+        self.list_push_configs_checked(task_id).await
+    }
+
+    async fn delete_push_config(&self, task_id: &str, config_id: &str) -> Result<bool, StoreError> {
+        self.delete_push_config_checked(task_id, config_id).await
     }
 
     fn describe(&self) -> String {

@@ -1,7 +1,8 @@
-//! The `toolnexus:task-store` contract on top of the sandbox: the bindings of both contract
+//! The `toolnexus:task-store` contract on top of the sandbox: the bindings of the three contract
 //! versions ([`contract`], [`version`]), the world as the pool runs it ([`world`]), the builder
 //! ([`builder`]) and [`WasmTaskStore`] ([`store`]) with its [`TaskStore`] methods and the
-//! checks of their answers ([`calls`]).
+//! checks of their answers ([`calls`], the push configs' in [`push_calls`]), each one call on
+//! the pool ([`store_op`]).
 //!
 //! [`TaskStore`]: toolnexus_core::TaskStore
 
@@ -9,7 +10,9 @@ mod builder;
 mod calls;
 mod contract;
 mod limits;
+mod push_calls;
 mod store;
+mod store_op;
 mod version;
 mod world;
 
@@ -19,6 +22,7 @@ pub use limits::{
 };
 pub use store::WasmTaskStore;
 pub use version::{
-    CATALOG_INTERFACE, CATALOG_INTERFACE_0_1, CONFIG_INTERFACE, CONFIG_INTERFACE_0_1,
-    ContractVersion, STORE_INTERFACE, STORE_INTERFACE_0_1, STORE_PACKAGE,
+    CATALOG_INTERFACE, CATALOG_INTERFACE_0_1, CATALOG_INTERFACE_0_2, CONFIG_INTERFACE,
+    CONFIG_INTERFACE_0_1, CONFIG_INTERFACE_0_2, ContractVersion, PUSH_CONFIGS_INTERFACE,
+    STORE_INTERFACE, STORE_INTERFACE_0_1, STORE_INTERFACE_0_2, STORE_PACKAGE,
 };

@@ -6,7 +6,7 @@
 use crate::load::ComponentSource;
 use crate::sandbox::pool::InstancePool;
 use crate::task_store::limits::Limits;
-use crate::task_store::version::ContractVersion;
+use crate::task_store::version::{ContractVersion, PUSH_CONFIGS_INTERFACE};
 use crate::task_store::world::TaskStoreWorld;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -83,12 +83,18 @@ impl WasmTaskStore {
     }
 
     /// Whether the component keeps versions ([`TaskStore::get_versioned`],
-    /// [`TaskStore::save_versioned`]): contract 0.2 components do, 0.1 ones do not.
+    /// [`TaskStore::save_versioned`]): contract 0.2 and later components do, 0.1 ones do not.
     ///
     /// [`TaskStore::get_versioned`]: toolnexus_core::TaskStore::get_versioned
     /// [`TaskStore::save_versioned`]: toolnexus_core::TaskStore::save_versioned
     pub fn supports_versions(&self) -> bool {
         self.contract_version().has_versions()
+    }
+
+    /// Whether the component keeps push-notification configs: it targets contract 0.3 and
+    /// exports the optional `push-configs` interface.
+    pub fn supports_push_configs(&self) -> bool {
+        self.pool.world.exports.has_push_configs()
     }
 
     pub(super) fn require_catalog(&self, operation: &'static str) -> Result<(), StoreError> {
@@ -105,19 +111,41 @@ impl WasmTaskStore {
         })
     }
 
-    /// `operation` is something only contract 0.2 components can do.
-    pub(super) fn require_0_2(&self, operation: &'static str) -> Result<(), StoreError> {
+    /// `operation` is something only contract 0.2 and later components can do.
+    pub(super) fn require_versions(&self, operation: &'static str) -> Result<(), StoreError> {
         match self.contract_version() {
-            ContractVersion::V0_2 => Ok(()),
-            old => Err(StoreError::Unsupported {
+            ContractVersion::V0_1 => Err(StoreError::Unsupported {
                 store: format!(
-                    "store component {} (it targets {old}, without {operation}, which came in {})",
+                    "store component {} (it targets {}, without {operation}, which came in {})",
                     self.pool.config.name,
+                    ContractVersion::V0_1,
                     ContractVersion::V0_2
                 ),
                 operation,
             }),
+            _ => Ok(()),
         }
+    }
+
+    /// The component exports `push-configs`; else [`StoreError::Unsupported`], with the
+    /// operation name of the trait's defaults (callers match on it).
+    pub(super) fn require_push_configs(&self) -> Result<(), StoreError> {
+        if self.supports_push_configs() {
+            return Ok(());
+        }
+        let version = self.contract_version();
+        let why = if version.has_push_configs() {
+            format!("it does not export {PUSH_CONFIGS_INTERFACE}")
+        } else {
+            format!(
+                "it targets {version}, without push configs, which came in {}",
+                ContractVersion::V0_3
+            )
+        };
+        Err(StoreError::Unsupported {
+            store: format!("store component {} ({why})", self.pool.config.name),
+            operation: "push notification configs",
+        })
     }
 
     /// What the component's directory holds, as the disk quota counts it (file lengths plus

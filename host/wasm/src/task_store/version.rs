@@ -7,16 +7,25 @@ use wasmtime::component::Component;
 /// The package every store component must target.
 pub const STORE_PACKAGE: &str = "toolnexus:task-store";
 /// The exported interface every store component must provide, at the current version of the
-/// contract (0.2.0). Components that export [`STORE_INTERFACE_0_1`] instead load too
-/// ([`ContractVersion`]).
-pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.2.0";
+/// contract (0.3.0). Components that export [`STORE_INTERFACE_0_2`] or [`STORE_INTERFACE_0_1`]
+/// instead load too ([`ContractVersion`]).
+pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.3.0";
 /// The optional settings interface a store component may export, at the current version.
-pub const CONFIG_INTERFACE: &str = "toolnexus:task-store/config@0.2.0";
+pub const CONFIG_INTERFACE: &str = "toolnexus:task-store/config@0.3.0";
 /// The optional listing-and-deleting interface a store component may export, at the current
 /// version.
-pub const CATALOG_INTERFACE: &str = "toolnexus:task-store/catalog@0.2.0";
-/// [`STORE_INTERFACE`] at the earlier version of the contract, 0.1.0, which this host still
-/// loads (without versions; see [`ContractVersion::V0_1`]).
+pub const CATALOG_INTERFACE: &str = "toolnexus:task-store/catalog@0.3.0";
+/// The optional push-notification configs interface a store component may export (0.3.0 on).
+pub const PUSH_CONFIGS_INTERFACE: &str = "toolnexus:task-store/push-configs@0.3.0";
+/// [`STORE_INTERFACE`] at contract 0.2.0, which this host still loads (without push configs;
+/// see [`ContractVersion::V0_2`]).
+pub const STORE_INTERFACE_0_2: &str = "toolnexus:task-store/store@0.2.0";
+/// [`CONFIG_INTERFACE`] at contract 0.2.0.
+pub const CONFIG_INTERFACE_0_2: &str = "toolnexus:task-store/config@0.2.0";
+/// [`CATALOG_INTERFACE`] at contract 0.2.0.
+pub const CATALOG_INTERFACE_0_2: &str = "toolnexus:task-store/catalog@0.2.0";
+/// [`STORE_INTERFACE`] at contract 0.1.0, which this host still loads (without versions; see
+/// [`ContractVersion::V0_1`]).
 pub const STORE_INTERFACE_0_1: &str = "toolnexus:task-store/store@0.1.0";
 /// [`CONFIG_INTERFACE`] at contract 0.1.0.
 pub const CONFIG_INTERFACE_0_1: &str = "toolnexus:task-store/config@0.1.0";
@@ -25,7 +34,8 @@ pub const CATALOG_INTERFACE_0_1: &str = "toolnexus:task-store/catalog@0.1.0";
 
 /// The version of the `toolnexus:task-store` contract a component targets, found when it is
 /// loaded from the `store` interface it exports (any semver-compatible patch version counts:
-/// `0.2.x` is 0.2, `0.1.x` is 0.1). A component that exports both is used as 0.2.
+/// `0.3.x` is 0.3, `0.2.x` is 0.2, `0.1.x` is 0.1). A component that exports several is used
+/// as the newest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ContractVersion {
@@ -33,27 +43,39 @@ pub enum ContractVersion {
     /// No versions: [`TaskStore::get_versioned`], [`TaskStore::save_versioned`] (and so
     /// [`TaskStore::save_if`]) answer [`StoreError::Unsupported`], `list` cannot filter by
     /// status timestamp (also unsupported) and reports no total size, and its components list
-    /// in id order, not newest first.
+    /// in id order, not newest first. No push configs either (as for 0.2).
     ///
     /// [`TaskStore::get_versioned`]: toolnexus_core::TaskStore::get_versioned
     /// [`TaskStore::save_versioned`]: toolnexus_core::TaskStore::save_versioned
     /// [`TaskStore::save_if`]: toolnexus_core::TaskStore::save_if
     /// [`StoreError::Unsupported`]: toolnexus_core::StoreError::Unsupported
     V0_1,
-    /// `toolnexus:task-store@0.2.0`, the current contract: everything
-    /// [`TaskStore`](toolnexus_core::TaskStore) has.
+    /// `toolnexus:task-store@0.2.0`: versions, conditions and the full `list`, but no push
+    /// configs: [`TaskStore::supports_push_configs`] is `false` and the push-config methods
+    /// answer [`StoreError::Unsupported`].
+    ///
+    /// [`TaskStore::supports_push_configs`]: toolnexus_core::TaskStore::supports_push_configs
+    /// [`StoreError::Unsupported`]: toolnexus_core::StoreError::Unsupported
     V0_2,
+    /// `toolnexus:task-store@0.3.0`, the current contract: 0.2 and the optional `push-configs`
+    /// interface, so everything [`TaskStore`](toolnexus_core::TaskStore) has.
+    V0_3,
 }
 
 impl ContractVersion {
     /// Every version this host speaks, newest first.
-    pub const ALL: [ContractVersion; 2] = [ContractVersion::V0_2, ContractVersion::V0_1];
+    pub const ALL: [ContractVersion; 3] = [
+        ContractVersion::V0_3,
+        ContractVersion::V0_2,
+        ContractVersion::V0_1,
+    ];
 
-    /// The contract's semver version, such as `0.2.0`.
+    /// The contract's semver version, such as `0.3.0`.
     pub fn version(self) -> &'static str {
         match self {
             ContractVersion::V0_1 => "0.1.0",
             ContractVersion::V0_2 => "0.2.0",
+            ContractVersion::V0_3 => "0.3.0",
         }
     }
 
@@ -61,7 +83,8 @@ impl ContractVersion {
     pub fn store_interface(self) -> &'static str {
         match self {
             ContractVersion::V0_1 => STORE_INTERFACE_0_1,
-            ContractVersion::V0_2 => STORE_INTERFACE,
+            ContractVersion::V0_2 => STORE_INTERFACE_0_2,
+            ContractVersion::V0_3 => STORE_INTERFACE,
         }
     }
 
@@ -69,13 +92,19 @@ impl ContractVersion {
     pub fn catalog_interface(self) -> &'static str {
         match self {
             ContractVersion::V0_1 => CATALOG_INTERFACE_0_1,
-            ContractVersion::V0_2 => CATALOG_INTERFACE,
+            ContractVersion::V0_2 => CATALOG_INTERFACE_0_2,
+            ContractVersion::V0_3 => CATALOG_INTERFACE,
         }
     }
 
-    /// Whether components of this version keep versions (compare-and-set).
+    /// Whether components of this version keep versions (compare-and-set): 0.2 on.
     pub fn has_versions(self) -> bool {
-        self == ContractVersion::V0_2
+        self != ContractVersion::V0_1
+    }
+
+    /// Whether components of this version may export `push-configs`: 0.3 on.
+    pub fn has_push_configs(self) -> bool {
+        self == ContractVersion::V0_3
     }
 }
 
@@ -104,7 +133,7 @@ pub(crate) fn check_world(
         .iter()
         .filter_map(|name| name.strip_prefix(&prefix))
         .collect();
-    // wasmtime links semver-compatible versions (0.2.x for 0.2.0); anything else is not ours.
+    // wasmtime links semver-compatible versions (0.3.x for 0.3.0); anything else is not ours.
     for version in ContractVersion::ALL {
         if theirs
             .iter()
@@ -121,9 +150,9 @@ pub(crate) fn check_world(
     if !theirs.is_empty() {
         let other: Vec<String> = theirs.iter().map(|v| format!("{prefix}{v}")).collect();
         return Err(format!(
-            "it exports {}, a version of the {STORE_PACKAGE} contract incompatible with both that this host speaks ({})",
+            "it exports {}, a version of the {STORE_PACKAGE} contract incompatible with every one this host speaks ({})",
             other.join(", "),
-            spoken(" and ")
+            spoken(", ")
         ));
     }
     let shown = if exports.is_empty() {
@@ -161,6 +190,8 @@ mod tests {
         assert!(semver_compatible("0.1.0", "0.1.0"));
         assert!(semver_compatible("0.1.7", "0.1.0"));
         assert!(!semver_compatible("0.2.0", "0.1.0"));
+        assert!(!semver_compatible("0.3.0", "0.2.0"));
+        assert!(semver_compatible("0.3.1", "0.3.0"));
         assert!(!semver_compatible("1.0.0", "0.1.0"));
         assert!(!semver_compatible("garbage", "0.1.0"));
         assert!(!semver_compatible("0.0.9", "0.1.0"));

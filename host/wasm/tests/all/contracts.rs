@@ -1,14 +1,16 @@
-//! The two versions of the contract this host speaks, each proven with a tiny store component
+//! The earlier versions of the contract this host speaks, each proven with a tiny store component
 //! written in the component text format: a 0.1.0 component still loads and serves `get`, `save`
 //! and `list`, and answers "unsupported" for what 0.1 lacks (never a faked version); a 0.2.0
 //! component's versions, conditions, conflicts, timestamp filter and total size come through,
-//! and answers the contract rules out are component errors. Plus the built-in file store, which
-//! targets 0.2.0, and the `lock-lease-ms` setting.
+//! and answers the contract rules out are component errors; neither keeps push configs. Plus
+//! the built-in file store, which targets 0.3.0, and the `lock-lease-ms` setting. 0.3.0's
+//! `push-configs` is in `push_configs.rs`.
 
 use std::time::Duration;
-use toolnexus_core::{Expect, ListQuery, StoreError, Task, TaskStore, Timestamp};
+use toolnexus_core::{Expect, ListQuery, PushConfig, StoreError, Task, TaskStore, Timestamp};
 use toolnexus_wasm::{
-    CacheDir, ComponentSource, ContractVersion, STORE_INTERFACE, STORE_INTERFACE_0_1, WasmTaskStore,
+    CacheDir, ComponentSource, ContractVersion, STORE_INTERFACE, STORE_INTERFACE_0_1,
+    STORE_INTERFACE_0_2, WasmTaskStore,
 };
 
 /// A bump allocator for the canonical ABI (8-byte aligned; tests make few calls) and a helper
@@ -145,7 +147,7 @@ fn component_0_2(get_version: u64, conflict_on_any: bool, total: u64) -> Vec<u8>
     (export "task-page" (type $task-page))
     (export "list" (func $list))
     (export "delete" (func $delete)))
-  (export "{STORE_INTERFACE}" (instance $store))
+  (export "{STORE_INTERFACE_0_2}" (instance $store))
   (export "toolnexus:task-store/catalog@0.2.0" (instance $catalog)))"#
     );
     wat::parse_str(text).expect("the fixture is valid WAT")
@@ -194,6 +196,28 @@ async fn a_0_1_component_loads_and_answers_unsupported_for_versions() {
         assert_unsupported(store.save_versioned(&task("t"), expect).await, "versions");
     }
     assert_unsupported(store.save_if(&task("t"), None).await, "versions");
+}
+
+/// 0.1 and 0.2 have no `push-configs`: the four methods answer "unsupported" with the
+/// operation name of the trait's defaults, which callers match on.
+#[tokio::test(flavor = "multi_thread")]
+async fn components_of_0_1_and_0_2_load_and_answer_unsupported_for_push_configs() {
+    let config = PushConfig::from_json(r#"{"id":"c1","url":"https://example.com/hook"}"#).unwrap();
+    for (name, bytes) in [
+        ("old.wasm", component_0_1()),
+        ("new.wasm", component_0_2(7, false, 0)),
+    ] {
+        let store = build(name, bytes).unwrap();
+        assert!(!store.supports_push_configs(), "{name}");
+        assert!(!TaskStore::supports_push_configs(&store), "{name}");
+        let what = "push notification configs";
+        assert_unsupported(store.save_push_config("t", &config).await, what);
+        assert_unsupported(store.get_push_config("t", "c1").await, what);
+        assert_unsupported(store.list_push_configs("t").await, what);
+        assert_unsupported(store.delete_push_config("t", "c1").await, what);
+        // Everything else still works.
+        assert_eq!(store.get("t").await.unwrap().is_some(), name == "new.wasm");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -301,16 +325,17 @@ async fn a_0_2_list_reports_total_size_and_passes_the_timestamp_as_rfc_3339() {
 }
 
 #[test]
-fn a_store_of_another_contract_version_is_refused_naming_both_versions_spoken() {
+fn a_store_of_another_contract_version_is_refused_naming_every_version_spoken() {
     let bytes = wat::parse_str(
         r#"(component
              (instance $store)
-             (export "toolnexus:task-store/store@0.3.0" (instance $store)))"#,
+             (export "toolnexus:task-store/store@0.4.0" (instance $store)))"#,
     )
     .unwrap();
     let msg = build("future.wasm", bytes).unwrap_err().to_string();
-    assert!(msg.contains("toolnexus:task-store/store@0.3.0"), "{msg}");
+    assert!(msg.contains("toolnexus:task-store/store@0.4.0"), "{msg}");
     assert!(msg.contains(STORE_INTERFACE), "{msg}");
+    assert!(msg.contains(STORE_INTERFACE_0_2), "{msg}");
     assert!(msg.contains(STORE_INTERFACE_0_1), "{msg}");
 }
 
@@ -330,10 +355,11 @@ fn a_0_1_store_of_the_wrong_shape_is_checked_against_0_1() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn the_builtin_file_store_speaks_0_2() {
+async fn the_builtin_file_store_speaks_0_3() {
     let tmp = tempfile::tempdir().unwrap();
     let store = WasmTaskStore::file_store(tmp.path()).unwrap();
-    assert_eq!(store.contract_version(), ContractVersion::V0_2);
+    assert_eq!(store.contract_version(), ContractVersion::V0_3);
+    assert!(store.supports_push_configs());
     let v1 = store
         .save_versioned(&task("a"), Expect::Absent)
         .await

@@ -91,7 +91,7 @@ async fn a_store_component_runs_on_the_runtimes_engine() {
     assert_eq!(store.get("on-their-engine").await.unwrap(), Some(task));
 }
 
-/// A 0.2.0 store whose calls compute forever.
+/// A store of the current contract whose calls compute forever.
 fn endless_store() -> Vec<u8> {
     let store_interface = toolnexus_wasm::STORE_INTERFACE;
     let text = format!(
@@ -283,7 +283,10 @@ impl Drop for DropTable {
         if let Some(url) = &self.url {
             let _ = toolnexus_pg_cluster::execute(
                 url,
-                &format!("DROP TABLE IF EXISTS \"{}\"", self.table),
+                &format!(
+                    "DROP TABLE IF EXISTS \"{0}\", \"{0}_push_configs\"",
+                    self.table
+                ),
             );
         }
     }

@@ -4,3 +4,4 @@ mod agents;
 mod contracts;
 mod embedding;
 mod outgoing_http;
+mod push_configs;

@@ -130,6 +130,13 @@ impl OutgoingHttpPolicy {
     }
 }
 
+/// The TLS client configuration of the system's roots (HTTP/1.1 by ALPN), read once per
+/// process: for the host's other senders of checked requests (push notifications), so that all
+/// of its outgoing HTTPS trusts the same roots.
+pub fn system_tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
+    tls::TlsRoots::System.config()
+}
+
 /// One instance's `wasi:http` state: the context `wasmtime-wasi-http` needs and the checked
 /// sender with the instance's in-flight count.
 pub struct OutgoingHttp {

@@ -52,6 +52,7 @@ pub fn service_with(agent: WasmAgent, agent_limits: AgentLimits) -> Service {
             output_modes: vec!["text/plain".into()],
             agent_limits,
             finish_read_to_write_delay: Duration::ZERO,
+            push: None,
         },
         Arc::new(TokioSpawn),
     )
@@ -65,7 +66,7 @@ pub fn send_params(text: &str, streaming: bool) -> SendParams {
         return_immediately: false,
         history_length: None,
         accepted_output_modes: Vec::new(),
-        push_config: false,
+        push_config: None,
         metadata: None,
         extensions: Vec::new(),
     }

@@ -4,7 +4,7 @@
 //! rebinding) never matters.
 
 use super::address::{AddressClass, canonical, classify};
-use super::allow_list::AllowList;
+use super::allow_list::{AllowList, Reach};
 use super::destination::{Destination, DestinationError, Host};
 use hyper::http::Uri;
 use std::fmt;
@@ -96,12 +96,25 @@ pub async fn check_destination(
     uri: &Uri,
     resolve_by: Instant,
 ) -> Result<(Destination, Vec<SocketAddr>), Refusal> {
+    check_destination_or(allow, None, uri, resolve_by).await
+}
+
+/// [`check_destination`], where a destination no entry names may still reach what `unlisted`
+/// permits (`None`: it is refused, as for agents). Push notifications use
+/// `Some(Reach::Public)`: any public webhook, and the list only widens that.
+pub async fn check_destination_or(
+    allow: &AllowList,
+    unlisted: Option<Reach>,
+    uri: &Uri,
+    resolve_by: Instant,
+) -> Result<(Destination, Vec<SocketAddr>), Refusal> {
     let destination = Destination::of_uri(uri).map_err(|e| match e {
         DestinationError::Scheme(s) => Refusal::Scheme(s),
         DestinationError::Host(h) => Refusal::Host(h),
     })?;
     let reach = allow
         .reach(&destination.host, destination.port)
+        .or(unlisted)
         .ok_or_else(|| Refusal::NotAllowed(destination.clone()))?;
     let addresses: Vec<SocketAddr> = match &destination.host {
         Host::Ip(ip) => vec![SocketAddr::new(*ip, destination.port)],
