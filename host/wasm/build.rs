@@ -38,6 +38,12 @@ fn main() {
             "http_caller.wasm",
             "TOOLNEXUS_HTTP_CALLER_WASM",
         ),
+        (
+            "proxy-fixture",
+            "toolnexus-proxy-fixture",
+            "proxy_fixture.wasm",
+            "TOOLNEXUS_PROXY_FIXTURE_WASM",
+        ),
     ] {
         build_if_present(folder, package, out_name, override_var);
     }

@@ -3,7 +3,8 @@
 requirements.txt next to this file) and checks what it answers.
 
     sdk_client.py URL --protocol 1.0|0.3 --binding JSONRPC|HTTP+JSON \
-        --scenario NAME[,NAME...] [--task-id ID] [--timeout SECONDS]
+        --scenario NAME[,NAME...] [--task-id ID] [--timeout SECONDS] \
+        [--slow-text TEXT] [--store-subscriptions]
 
 URL is the agent's base URL (the card is read from URL/.well-known/agent-card.json). Scenarios
 (run in the order given, against the one server):
@@ -54,6 +55,12 @@ URL is the agent's base URL (the card is read from URL/.well-known/agent-card.js
                  every event seen before the crash is in it (its artifact starts with the pieces
                  seen, its history holds the status messages seen, in order); subscribing is
                  UnsupportedOperationError.
+
+For a server whose agent takes no settings and whose requests each run in a fresh instance (the
+composed A2A component under a wasi:http host): --slow-text makes cancel and subscribe-start send
+that text (to an agent that is slow for it) instead of relying on --echo-delay-ms, and
+--store-subscriptions checks the events scenario's concurrent subscription as a reader of the
+store (its start, its end and the whole artifact), since saves between two reads arrive merged.
 
 Only the SDK's public client is used: a ClientFactory with a ClientConfig restricting
 supported_protocol_bindings to --binding, over the server's card. The SDK picks the protocol
@@ -450,8 +457,10 @@ async def scenario_basic(s: Session, out: dict) -> None:
     out["polled"] = {**describe_task(done), "polls": polls}
 
 
-async def send_slow(client, text: str):
-    task = await send_one(client, text, return_immediately=True)
+async def send_slow(client, text: str, slow_text: str | None = None):
+    """A send with return_immediately to a slow agent: of `text`, or of --slow-text when given
+    (an agent that cannot be told to be slow is made slow by what it is sent)."""
+    task = await send_one(client, slow_text or text, return_immediately=True)
     expect(
         task.status.state not in TERMINAL,
         f"send with return_immediately answered a task already {state_name(task.status.state)}: "
@@ -463,7 +472,7 @@ async def send_slow(client, text: str):
 
 async def scenario_cancel(s: Session, out: dict) -> None:
     client = await s.client()
-    task = await send_slow(client, "cancel me")
+    task = await send_slow(client, "cancel me", s.args.slow_text)
     out["send"] = describe_task(task)
 
     canceled = await client.cancel_task(CancelTaskRequest(id=task.id))
@@ -567,7 +576,7 @@ async def first_event(stream, timeout: float):
 async def scenario_subscribe_start(s: Session, out: dict) -> None:
     sender = await s.client()
     subscriber = await s.client(streaming=True)
-    task = await send_slow(sender, "subscribe to me")
+    task = await send_slow(sender, "subscribe to me", s.args.slow_text)
     out["task_id"] = task.id
     out["send"] = describe_task(task)
 
@@ -714,6 +723,9 @@ async def scenario_events(s: Session, out: dict) -> None:
     expect(a == want, f"the send's stream is not exactly the agent's events:\n got {a}\nwant {want}")
     expect(bool(b) and subscribed[0].WhichOneof("payload") == "task",
            f"the subscription does not start with the Task: {b}")
+    if s.args.store_subscriptions:
+        check_store_subscription(task_id, subscribed, want)
+        return
     tail = b[1:]
     expect(0 < len(tail) <= len(want) - 1 and want[len(want) - len(tail):] == tail,
            f"the subscription's events are not the send's from some point on:\n sub {b}\nsend {a}")
@@ -724,6 +736,27 @@ async def scenario_events(s: Session, out: dict) -> None:
     got = "".join(get_artifact_text(x, delimiter="") for x in snapshot.artifacts
                   if x.artifact_id == f"{task_id}-events")
     expect(got == pieces, f"the subscription's Task holds {got!r}, the events before it {pieces!r}")
+
+
+def check_store_subscription(task_id: str, subscribed: list, want: list[str]) -> None:
+    """--store-subscriptions: the subscription reads the store (it never shares the run's live
+    events, as on a host that answers each request in a fresh instance), where saves that land
+    between two reads arrive as one change. It must still start with the Task, end with the
+    send's last event, and its Task plus its artifact updates must make the whole artifact."""
+    b = [event_key(e) for e in subscribed]
+    expect(b[-1] == want[-1], f"the subscription does not end as the send did:\n sub {b}\nsend {want}")
+    pieces = "".join(get_artifact_text(x, delimiter="") for x in subscribed[0].task.artifacts
+                     if x.artifact_id == f"{task_id}-events")
+    for event in subscribed[1:]:
+        if event.WhichOneof("payload") != "artifact_update":
+            continue
+        update = event.artifact_update
+        if update.artifact.artifact_id != f"{task_id}-events":
+            continue
+        text = get_artifact_text(update.artifact, delimiter="")
+        pieces = pieces + text if update.append else text
+    whole = "".join(str(i) for i in range(EVENTS_ROUNDS))
+    expect(pieces == whole, f"the subscription's Task and updates make {pieces!r}, not {whole!r}: {b}")
 
 
 async def scenario_events_start(s: Session, out: dict) -> None:
@@ -1008,6 +1041,18 @@ def main() -> int:
     parser.add_argument("--seen", help="events-after-restart: the `seen` of events-start (JSON)")
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="seconds per wait (default 30)"
+    )
+    parser.add_argument(
+        "--slow-text",
+        help="cancel, subscribe-start: send this text instead, to an agent that is slow for it "
+        "(the composed component's agents take no settings: `events:600:100` to its tck agent)",
+    )
+    parser.add_argument(
+        "--store-subscriptions",
+        action="store_true",
+        help="events: the server's subscriptions read the store, never a run's live events (a "
+        "wasi:http component answers each request in a fresh instance); saves between two "
+        "reads arrive as one change, so only the subscription's start, end and artifact are checked",
     )
     args = parser.parse_args()
     args.scenarios = [n.strip() for n in args.scenario.split(",") if n.strip()]

@@ -61,6 +61,13 @@ pub struct Args {
     /// --matrix: also write the JSON lines to this file.
     #[arg(long)]
     pub json_out: Option<PathBuf>,
+    /// Instead of a load: start the server command after `--` this many times and report how
+    /// long each took from its start to its first 200 on `<url>.well-known/agent-card.json`.
+    #[arg(long, requires = "url")]
+    pub cold_start: Option<usize>,
+    /// The server command for `--cold-start`.
+    #[arg(last = true)]
+    pub command: Vec<String>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum, Debug)]

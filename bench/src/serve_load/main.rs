@@ -10,6 +10,10 @@
 //! # every workload against every server, each started (and killed) by this process
 //! cargo build --release -p tnstore
 //! cargo run --release -p toolnexus-bench --bin tn-serve-load -- --matrix
+//! # how long a server takes from its start to its first answer, over 10 starts
+//! cargo run --release -p toolnexus-bench --bin tn-serve-load -- \
+//!     --url http://127.0.0.1:8081/ --cold-start 10 --label composed -- \
+//!     target/release/tnstore serve --addr 127.0.0.1:8081 --component 'composed.wasm?dir=…'
 //! ```
 //!
 //! Workloads (each connection is one task running them back to back):
@@ -52,6 +56,7 @@
 mod a2a_client;
 mod answer_checks;
 mod cli;
+mod cold_start;
 mod cpu_usage;
 mod http_client;
 mod latency_stats;
@@ -81,6 +86,10 @@ async fn main() -> anyhow::Result<()> {
             None => None,
         },
     };
+    if let Some(runs) = args.cold_start {
+        let url = args.url.clone().context("--url is required")?;
+        return cold_start::cold_start(&url, runs, &args.command, &args.label).await;
+    }
     if args.matrix {
         let result = matrix(&args, &mut out).await;
         eprint!("\n{}", table(&out.rows));

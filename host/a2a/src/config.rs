@@ -4,6 +4,7 @@ use crate::auth::Tokens;
 use crate::card_file::OperatorCard;
 use crate::public_url::PublicUrl;
 use crate::recovery_policy::Recovery;
+#[cfg(feature = "server")]
 use crate::tls::TlsIdentity;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +54,7 @@ pub struct ServerConfig {
     pub public_url: Option<PublicUrl>,
     /// Serve HTTPS with this certificate and key ([`TlsIdentity::from_pem_files`]); only
     /// [`serve`](crate::serve) uses it. None (the default): plain HTTP.
+    #[cfg(feature = "server")]
     pub tls: Option<TlsIdentity>,
     /// The largest request body accepted, in bytes (default 1 MiB); larger ones get HTTP 413.
     pub max_body_bytes: usize,
@@ -123,6 +125,7 @@ impl Default for ServerConfig {
                 .into(),
             card: None,
             public_url: None,
+            #[cfg(feature = "server")]
             tls: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             agent: Arc::new(EchoAgent::default()),

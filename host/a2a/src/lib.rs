@@ -43,6 +43,10 @@
 //!
 //! With [`ServerConfig::tls`] ([`TlsIdentity`]), [`serve`] speaks HTTPS (rustls).
 //!
+//! The cargo feature `server` (default) is the network side: [`serve`], its accept loop and
+//! TLS. Without it the crate is the router alone, which builds for `wasm32-wasip2`: the A2A
+//! server component (`guest/a2a-server`) runs it inside a `wasi:http` handler.
+//!
 //! [`serve`] also protects itself: each limit is a field of [`ServerConfig`] (defaults there).
 //! Every answer has an `x-request-id` header; an internal error (a store failing, say) reaches
 //! the client only as `internal error (request id …)`, while its details are logged (target
@@ -63,6 +67,7 @@ mod app_state;
 pub mod auth;
 mod card_file;
 mod config;
+#[cfg(feature = "server")]
 mod conn;
 mod dispatch;
 mod event_stream;
@@ -74,7 +79,9 @@ mod recovery_policy;
 mod request_context;
 mod request_id;
 mod router;
+#[cfg(feature = "server")]
 mod serve;
+#[cfg(feature = "server")]
 mod tls;
 mod version_header;
 
@@ -89,7 +96,9 @@ pub use maintenance::Recovery;
 pub use public_url::{PublicUrl, PublicUrlError};
 pub use request_id::REQUEST_ID_HEADER;
 pub use router::{router, router_stores};
+#[cfg(feature = "server")]
 pub use serve::{serve, serve_stores, serve_stores_then};
+#[cfg(feature = "server")]
 pub use tls::{TlsError, TlsIdentity};
 pub use toolnexus_a2a_protocol::{
     Agent, AgentLimits, Artifact, EchoAgent, EmitError, Message, Outcome, Part, PartContent,

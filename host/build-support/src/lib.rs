@@ -16,6 +16,20 @@ use std::process::Command;
 /// If the environment variable `override_var` names a file, that prebuilt component is copied
 /// instead and nothing is compiled.
 pub fn build_component(package: &str, out_name: &str, override_var: &str) -> PathBuf {
+    build_component_watching(package, out_name, override_var, &[])
+}
+
+/// [`build_component`] for a component built from more of the workspace than `guest/` and
+/// `wit/`: the build script re-runs when anything under `extra_inputs` (paths relative to the
+/// workspace root, such as `host/protocol`) changes too. Cargo reruns a build script only for
+/// the inputs it names, so a component compiled from host crates (the A2A server component is
+/// built from `host/protocol`, `host/a2a` and `host/core`) would otherwise be embedded stale.
+pub fn build_component_watching(
+    package: &str,
+    out_name: &str,
+    override_var: &str,
+    extra_inputs: &[&str],
+) -> PathBuf {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let out = out_dir.join(out_name);
@@ -28,7 +42,10 @@ pub fn build_component(package: &str, out_name: &str, override_var: &str) -> Pat
     }
 
     let workspace = workspace_root(&manifest_dir);
-    for input in ["guest", "wit", "Cargo.lock", "Cargo.toml"] {
+    for input in ["guest", "wit", "Cargo.lock", "Cargo.toml"]
+        .iter()
+        .chain(extra_inputs)
+    {
         let path = workspace.join(input);
         if path.exists() {
             println!("cargo::rerun-if-changed={}", path.display());

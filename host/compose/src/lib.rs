@@ -17,6 +17,15 @@
 //! store, the first one outermost.
 //!
 //! The composition is done with [`wac_graph`]; the output is validated before it is returned.
+//!
+//! [`compose_a2a`] composes the whole A2A stack (a store, possibly under middlewares, the run
+//! bridge, an agent and the A2A server) into one `wasi:http` component (module [`a2a`]);
+//! [`embedded`] holds the parts this crate was built with.
+
+pub mod a2a;
+pub mod embedded;
+
+pub use a2a::{A2aParts, compose_a2a};
 
 use wac_graph::types::{ItemKind, Package, SubtypeChecker};
 use wac_graph::{CompositionGraph, EncodeOptions, PackageId};
@@ -42,6 +51,33 @@ pub enum ComposeError {
     /// The store exports the interface, but with a type the middleware cannot use.
     #[error("the store's `{interface}` does not match what the middleware imports: {message}")]
     Mismatch { interface: String, message: String },
+    /// A part of an A2A composition does not export what makes it that part.
+    #[error("{role} does not export `{interface}`: it is not {}", role.what())]
+    NotA { role: Role, interface: &'static str },
+    /// A part imports an interface that the part meant to provide it does not export.
+    #[error("{provider} does not export `{interface}`, which {consumer} imports")]
+    Unmet {
+        provider: Role,
+        consumer: Role,
+        interface: String,
+    },
+    /// A part exports the interface another imports, with a type that one cannot use.
+    #[error("{provider}'s `{interface}` does not match what {consumer} imports: {message}")]
+    Misfit {
+        provider: Role,
+        consumer: Role,
+        interface: String,
+        message: String,
+    },
+    /// A part imports an interface no part provides and the host does not either.
+    #[error(
+        "{role} imports `{interface}`, which no part of the composition provides \
+         (only WASI imports are left to the host)"
+    )]
+    Foreign { role: Role, interface: String },
+    /// An embedded part is missing from this build (its folder was not in the workspace).
+    #[error("{0} is not embedded in this build of tn-compose; name a file instead")]
+    NotEmbedded(&'static str),
     /// The composition graph refused the wiring or the result failed validation.
     #[error("composition failed: {0}")]
     Graph(String),
@@ -52,6 +88,25 @@ pub enum ComposeError {
 pub enum Role {
     Middleware,
     Store,
+    /// The A2A server component of [`compose_a2a`].
+    Server,
+    /// The run bridge of [`compose_a2a`].
+    Bridge,
+    /// The agent of [`compose_a2a`].
+    Agent,
+}
+
+impl Role {
+    /// What a component in this role is, for [`ComposeError::NotA`].
+    fn what(self) -> &'static str {
+        match self {
+            Role::Middleware => "a task-store middleware (world task-store-middleware)",
+            Role::Store => "a task store of contract 0.3 (wit/task-store.wit)",
+            Role::Server => "the A2A server component (guest/a2a-server)",
+            Role::Bridge => "the run bridge (guest/a2a-run-bridge)",
+            Role::Agent => "an agent component (wit/a2a/agent.wit)",
+        }
+    }
 }
 
 impl std::fmt::Display for Role {
@@ -59,6 +114,9 @@ impl std::fmt::Display for Role {
         f.write_str(match self {
             Role::Middleware => "the middleware",
             Role::Store => "the store",
+            Role::Server => "the server",
+            Role::Bridge => "the run bridge",
+            Role::Agent => "the agent",
         })
     }
 }
@@ -73,7 +131,7 @@ fn contract_interface(name: &str) -> Option<&str> {
 }
 
 /// `a@0.1.0` and `a@0.1.2` name the same interface for linking; so do two unversioned names.
-fn same_interface(export: &str, import: &str) -> bool {
+pub(crate) fn same_interface(export: &str, import: &str) -> bool {
     fn split(name: &str) -> (&str, Option<&str>) {
         match name.split_once('@') {
             Some((base, version)) => (base, Some(version)),
@@ -104,7 +162,7 @@ fn compatible_versions(a: &str, b: &str) -> bool {
     }
 }
 
-fn register(
+pub(crate) fn register(
     graph: &mut CompositionGraph,
     name: &str,
     role: Role,

@@ -8,10 +8,11 @@
 //! `prune` exits 2 for a bad duration and for a store that cannot list or delete (no catalog).
 
 mod agent_choice;
+mod component_serve;
 mod push_args;
 mod serve_args;
 
-use clap::{Parser, Subcommand};
+use clap::{FromArgMatches, Parser, Subcommand};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +42,10 @@ struct Cli {
         default_value = DEFAULT_STORE
     )]
     store: String,
+    /// Whether --store was on the command line (not from the environment or the default):
+    /// `serve --component` refuses it.
+    #[arg(skip)]
+    store_given: bool,
 
     #[command(subcommand)]
     command: Command,
@@ -102,8 +107,15 @@ enum Command {
     /// recovery); runs until interrupted.
     Serve {
         /// Address to listen on (port 0 picks a free one).
-        #[arg(long, default_value = "127.0.0.1:8080")]
+        #[arg(long, visible_alias = "listen", default_value = "127.0.0.1:8080")]
         addr: String,
+        /// Serve this `wasi:http` component instead of the built-in A2A server:
+        /// `<component.wasm>?dir=<dir>&<option>=<value>…`, any component exporting
+        /// wasi:http/incoming-handler, sandboxed with the limits its options set
+        /// (docs/wasm-options.md). Of the other flags only --addr, --header-timeout-ms,
+        /// --idle-timeout-ms, --max-connections and --insecure-no-auth apply.
+        #[arg(long, value_name = "COMPONENT", conflicts_with_all = component_serve::NATIVE_ONLY)]
+        component: Option<String>,
         /// The agent: `echo` (the echo agent component, embedded), `tck` (the agent the public
         /// A2A TCK drives, embedded), `native-echo` (the echo agent as native code), or any
         /// agent component, `wasm:<component>[?option=value&…]` (docs/agents.md).
@@ -173,7 +185,7 @@ enum Command {
         #[arg(long)]
         insecure_no_auth: bool,
         #[command(flatten)]
-        card: serve_args::CardArgs,
+        card: Box<serve_args::CardArgs>,
         #[command(flatten)]
         push: Box<push_args::PushArgs>,
     },
@@ -246,7 +258,9 @@ impl From<StoreError> for Failure {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.store_given = matches.value_source("store") == Some(clap::parser::ValueSource::CommandLine);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -382,6 +396,26 @@ async fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Serve {
             addr,
+            component: Some(component),
+            header_timeout_ms,
+            idle_timeout_ms,
+            max_connections,
+            insecure_no_auth,
+            ..
+        } => {
+            let ms = std::time::Duration::from_millis;
+            let flags = component_serve::ConnectionFlags {
+                header_read_timeout: ms(header_timeout_ms),
+                idle_timeout: ms(idle_timeout_ms),
+                max_connections,
+                insecure_no_auth,
+                store_given: cli.store_given,
+            };
+            component_serve::run(component, addr, flags).await
+        }
+        Command::Serve {
+            addr,
+            component: None,
             agent,
             echo_delay_ms,
             header_timeout_ms,

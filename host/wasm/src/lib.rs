@@ -102,6 +102,7 @@ pub mod agent;
 pub use sandbox::policy::outgoing_http;
 mod cache;
 pub mod embed;
+pub mod http_component;
 mod load;
 pub mod message;
 mod sandbox;

@@ -1,3 +1,5 @@
-//! `tn-compose` as a user runs it, in one test binary.
+//! `tn-compose` and `toolnexus_compose` as users run them, in one test binary.
 
+mod a2a;
+mod a2a_cli;
 mod cli;

@@ -7,6 +7,8 @@
 mod agent_card;
 mod cli;
 mod common;
+mod component_serve;
+mod composed_server;
 mod durability_order;
 mod owners;
 mod push;

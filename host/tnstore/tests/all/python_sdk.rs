@@ -39,8 +39,8 @@ const SCRIPT: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../tests/python/sdk_client.py"
 );
-const PROTOCOLS: [&str; 2] = ["1.0", "0.3"];
-const BINDINGS: [&str; 2] = ["JSONRPC", "HTTP+JSON"];
+pub(crate) const PROTOCOLS: [&str; 2] = ["1.0", "0.3"];
+pub(crate) const BINDINGS: [&str; 2] = ["JSONRPC", "HTTP+JSON"];
 /// The echo agent of the first server: quick, yet slow enough that a Task sent with
 /// `return_immediately` is seen before it completes.
 const QUICK_ECHO_MS: &str = "200";
@@ -51,7 +51,7 @@ const SLOW_ECHO_MS: &str = "60000";
 const RUN_LIMIT: Duration = Duration::from_secs(180);
 
 /// The interpreter with the SDK, or `None` (after printing why) when the tests may skip.
-fn python() -> Option<PathBuf> {
+pub(crate) fn python() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os(PYTHON_ENV).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(path));
     }
@@ -100,18 +100,28 @@ fn start_tck_server(selector: &str, cache: &Path) -> common::Serving {
     serve_with(selector, cache, &["--agent", "tck"])
 }
 
-/// The script's runs against one store, and what went wrong in them.
-struct Runs {
+/// The script's runs against one server, and what went wrong in them.
+pub(crate) struct Runs {
     python: PathBuf,
-    store: String,
+    /// The server driven, for the failure message ("tnstore serve over files").
+    server: String,
     failures: Vec<String>,
     count: usize,
 }
 
 impl Runs {
+    pub(crate) fn new(python: PathBuf, server: &str) -> Runs {
+        Runs {
+            python,
+            server: server.to_owned(),
+            failures: Vec::new(),
+            count: 0,
+        }
+    }
+
     /// Runs `sdk_client.py URL --protocol P --binding B --scenario S [extra]`; its JSON report
     /// when it succeeded, else `None` with the failure recorded.
-    fn run(
+    pub(crate) fn run(
         &mut self,
         url: &str,
         protocol: &str,
@@ -174,11 +184,11 @@ impl Runs {
         ));
     }
 
-    fn finish(self) {
+    pub(crate) fn finish(self) {
         assert!(
             self.failures.is_empty(),
-            "the A2A Python SDK against tnstore serve over {}: {} of {} runs failed\n{}",
-            self.store,
+            "the A2A Python SDK against {}: {} of {} runs failed\n{}",
+            self.server,
             self.failures.len(),
             self.count,
             self.failures.join("\n")
@@ -232,12 +242,7 @@ fn run_limited(
 
 /// Every scenario, every protocol and binding, against servers over `selector`.
 fn drive(python: PathBuf, store: &str, selector: &str, cache: &Path) {
-    let mut runs = Runs {
-        python,
-        store: store.to_owned(),
-        failures: Vec::new(),
-        count: 0,
-    };
+    let mut runs = Runs::new(python, &format!("tnstore serve over {store}"));
 
     let quick = start_server(selector, cache, QUICK_ECHO_MS);
     for protocol in PROTOCOLS {

@@ -3,5 +3,6 @@
 mod agents;
 mod contracts;
 mod embedding;
+mod http_component;
 mod outgoing_http;
 mod push_configs;

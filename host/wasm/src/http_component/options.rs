@@ -1,0 +1,213 @@
+//! The component server's selector: `<component.wasm>[?<option>=<value>&…]` (a leading `wasm:`
+//! is allowed), parsed with the grammar every backend shares (`toolnexus_core::options`) into
+//! an [`HttpComponentBuilder`]. The options are the sandbox's, with the names and meanings they
+//! have for stores and agents where they apply ([`HTTP_COMPONENT_OPTIONS`], each described in
+//! the repository's `docs/wasm-options.md`); anything else is refused, naming it.
+
+use crate::http_component::builder::HttpComponentBuilder;
+use crate::load::ComponentSource;
+use crate::sandbox::policy::outgoing_http::OutgoingHttpPolicy;
+use crate::task_store::CacheDir;
+use std::path::PathBuf;
+use std::time::Duration;
+use toolnexus_core::StoreError;
+use toolnexus_core::options::{parse_bool, parse_duration, parse_query, parse_size};
+
+/// The options a component server's selector accepts after `?`.
+pub const HTTP_COMPONENT_OPTIONS: &[&str] = &[
+    "dir",
+    "readonly",
+    "quota",
+    "memory",
+    "max-memory",
+    "memory-total",
+    "instances",
+    "max-instances",
+    "request-timeout",
+    "timeout",
+    "queue-timeout",
+    "allow-hosts",
+    "stderr",
+    "cache",
+    "max-component",
+];
+
+/// Options of stores that mean nothing for an HTTP component: refused rather than ignored, since
+/// an operator who writes one expects the host to act on it.
+const STORE_ONLY_OPTIONS: &[&str] = &["durability", "lease-ms", "max-task"];
+
+/// `0`, `0s`, `0ms`, `0m`: the zero the shared duration grammar refuses.
+fn zero_duration(value: &str) -> Option<Duration> {
+    let digits = value.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let unit = &value[digits.len()..];
+    let zero = !digits.is_empty() && digits.bytes().all(|b| b == b'0');
+    (zero && ["", "ms", "s", "m"].contains(&unit)).then_some(Duration::ZERO)
+}
+
+/// The one name of an option that has two spellings (the agents' and the stores').
+fn canonical(key: &str) -> &'static str {
+    match key {
+        "max-memory" => "memory",
+        "max-instances" => "instances",
+        "timeout" => "request-timeout",
+        other => HTTP_COMPONENT_OPTIONS
+            .iter()
+            .find(|known| **known == other)
+            .copied()
+            .unwrap_or(""),
+    }
+}
+
+/// The builder a component server's selector describes, not yet built (nothing is read or
+/// compiled here). Anything malformed is a [`StoreError::InvalidSelector`] naming what is
+/// wrong.
+pub fn http_component_from_selector(selector: &str) -> Result<HttpComponentBuilder, StoreError> {
+    let invalid = |reason: &str| StoreError::InvalidSelector {
+        selector: selector.to_owned(),
+        reason: reason.to_owned(),
+    };
+    let rest = selector.strip_prefix("wasm:").unwrap_or(selector);
+    let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+    if path.is_empty() {
+        return Err(invalid(
+            "no component: a path to a .wasm file comes before \"?\"",
+        ));
+    }
+    let mut builder = HttpComponentBuilder::new(ComponentSource::File(PathBuf::from(path)));
+    let mut seen: Vec<&str> = Vec::new();
+    for (key, value) in parse_query(query).map_err(|e| invalid(&e))? {
+        // Two spellings of one option are the option given twice.
+        let canonical = canonical(&key);
+        if seen.contains(&canonical) {
+            return Err(invalid(&format!("option {key:?} is given twice")));
+        }
+        seen.push(canonical);
+        let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
+        let size = |example: &str| parse_size(&value).ok_or_else(|| bad(example));
+        let duration = |example: &str| {
+            parse_duration(&value)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| bad(example))
+        };
+        builder = match key.as_str() {
+            "dir" if value.is_empty() => return Err(invalid("empty \"dir\"")),
+            "dir" => builder.dir(value),
+            "readonly" => {
+                builder.read_only(parse_bool(&value).ok_or_else(|| bad("true or false"))?)
+            }
+            "quota" => builder.disk_quota(size("a size like 1GiB")? as u64),
+            "memory" | "max-memory" => builder.memory_limit(size("a size like 128MiB")?),
+            "memory-total" => builder.memory_total_limit(size("a size like 1GiB")?),
+            "instances" | "max-instances" => builder.max_instances(
+                value
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad("a positive integer"))?,
+            ),
+            "request-timeout" | "timeout" => {
+                builder.request_timeout(duration("a duration like 10m, 30s or 250ms")?)
+            }
+            // Zero is meaningful here: no wait at all, 503 at once when every instance is busy.
+            "queue-timeout" => builder.queue_timeout(
+                parse_duration(&value)
+                    .or_else(|| zero_duration(&value))
+                    .ok_or_else(|| bad("a duration like 10s or 0s"))?,
+            ),
+            "allow-hosts" => builder.outgoing_http(
+                OutgoingHttpPolicy::from_allow_hosts(&value)
+                    .map_err(|e| invalid(&format!("allow-hosts: {e}")))?,
+            ),
+            "stderr" => match value.as_str() {
+                "log" => builder.forward_stderr(true),
+                "off" => builder.forward_stderr(false),
+                _ => return Err(bad("log or off")),
+            },
+            "cache" => match value.as_str() {
+                "" => return Err(bad("a directory or off")),
+                "off" => builder.cache(CacheDir::Off),
+                dir => builder.cache(CacheDir::At(PathBuf::from(dir))),
+            },
+            "max-component" => builder.max_component_size(size("a size like 64MiB")? as u64),
+            store_only if STORE_ONLY_OPTIONS.contains(&store_only) => {
+                return Err(invalid(&format!(
+                    "{store_only:?} is an option of task-store components, not of an HTTP \
+                     component"
+                )));
+            }
+            other => {
+                return Err(invalid(&format!(
+                    "unknown option {other:?} (known: {})",
+                    HTTP_COMPONENT_OPTIONS.join(", ")
+                )));
+            }
+        };
+    }
+    Ok(builder)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reason(selector: &str) -> String {
+        match http_component_from_selector(selector) {
+            Err(StoreError::InvalidSelector { reason, .. }) => reason,
+            other => panic!("{selector}: expected InvalidSelector, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn options_set_the_sandbox_and_the_server() {
+        let builder = http_component_from_selector(
+            "wasm:/x/app.wasm?dir=data&quota=2MiB&memory=32MiB&memory-total=256MiB&instances=3\
+             &request-timeout=2m&queue-timeout=0s&stderr=log&readonly=false&allow-hosts=127.0.0.1:9",
+        )
+        .unwrap();
+        assert_eq!(builder.dir, Some(PathBuf::from("data")));
+        assert_eq!(builder.disk_quota, 2 << 20);
+        assert_eq!(builder.memory_bytes, 32 << 20);
+        assert_eq!(builder.memory_total_bytes, 256 << 20);
+        assert_eq!(builder.max_instances, 3);
+        assert_eq!(builder.request_timeout, Duration::from_secs(120));
+        assert_eq!(builder.queue_timeout, Duration::ZERO);
+        assert!(builder.forward_stderr);
+        assert_eq!(
+            builder.name, "app.wasm",
+            "the file name, never its directory"
+        );
+        let plain = http_component_from_selector("app.wasm").unwrap();
+        assert_eq!(plain.dir, None, "no directory unless given");
+    }
+
+    #[test]
+    fn bad_options_are_refused_naming_the_option() {
+        for (selector, says) in [
+            ("a.wasm?request-timeout=soon", "\"request-timeout\" must be"),
+            ("a.wasm?timeout=0s", "\"timeout\" must be"),
+            ("a.wasm?queue-timeout=x", "\"queue-timeout\" must be"),
+            ("a.wasm?memory=lots", "\"memory\" must be a size"),
+            ("a.wasm?instances=0", "\"instances\" must be a positive"),
+            ("a.wasm?stderr=yes", "\"stderr\" must be log or off"),
+            (
+                "a.wasm?readonly=maybe",
+                "\"readonly\" must be true or false",
+            ),
+            (
+                "a.wasm?durability=relaxed",
+                "\"durability\" is an option of task-store",
+            ),
+            ("a.wasm?colour=blue", "unknown option \"colour\""),
+            ("a.wasm?dir=", "empty \"dir\""),
+            ("a.wasm?dir=a&dir=b", "dir"),
+            ("a.wasm?memory=1MiB&max-memory=2MiB", "given twice"),
+            ("a.wasm?timeout=1s&request-timeout=2s", "given twice"),
+            ("a.wasm?allow-hosts=http://x", "allow-hosts"),
+            ("a.wasm?queue-timeout=0h", "\"queue-timeout\" must be"),
+            ("?dir=x", "no component"),
+        ] {
+            let got = reason(selector);
+            assert!(got.contains(says), "{selector}: {got}");
+        }
+    }
+}
