@@ -54,18 +54,6 @@ fn answered_task(text: String, expected: Option<&str>) -> Result<Task, StoreErro
     Ok(task)
 }
 
-fn rfc3339(nanos: i128) -> Result<String, StoreError> {
-    time::OffsetDateTime::from_unix_timestamp_nanos(nanos)
-        .map_err(|e| e.to_string())
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .map_err(|e| e.to_string())
-        })
-        .map_err(|e| StoreError::InvalidQuery {
-            reason: format!("status-timestamp-after cannot be written as RFC 3339: {e}"),
-        })
-}
-
 #[async_trait::async_trait]
 impl TaskStore for ImportedStore {
     async fn get(&self, id: &str) -> Result<Option<Task>, StoreError> {
@@ -111,8 +99,11 @@ impl TaskStore for ImportedStore {
     async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
         let status_timestamp_after = query
             .status_timestamp_after
-            .map(|at| rfc3339(at.unix_nanos()))
-            .transpose()?;
+            .map(|at| at.to_rfc3339())
+            .transpose()
+            .map_err(|e| StoreError::InvalidQuery {
+                reason: format!("status-timestamp-after cannot be written as RFC 3339: {e}"),
+            })?;
         let limit = query.limit();
         let page = catalog::list(&catalog::ListQuery {
             context_id: query.context_id.clone(),

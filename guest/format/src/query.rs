@@ -41,6 +41,17 @@ impl Timestamp {
             })
     }
 
+    /// As RFC 3339 text (what the contract's `status-timestamp-after` carries); the error says
+    /// why it cannot be written (a time outside the years 1 to 9999).
+    pub fn to_rfc3339(self) -> Result<String, String> {
+        time::OffsetDateTime::from_unix_timestamp_nanos(self.0)
+            .map_err(|e| e.to_string())
+            .and_then(|t| {
+                t.format(&time::format_description::well_known::Rfc3339)
+                    .map_err(|e| e.to_string())
+            })
+    }
+
     /// Nanoseconds since the Unix epoch.
     pub fn unix_nanos(self) -> i128 {
         self.0

@@ -5,10 +5,12 @@
 //! - `model`: parts, messages and artifacts.
 //! - `request`: what the run is asked to do.
 //! - `echo`: the native echo agent.
+//! - `wit_conversions`: the model to and from the agent contract's records, for any bindings.
 
 mod echo;
 mod model;
 mod request;
+mod wit_conversions;
 
 pub use echo::{ASK_PREFIX, ECHO_QUESTION, EchoAgent, echo_artifact_id, pieces};
 pub use model::{Artifact, Message, Metadata, Part, PartContent, Role};

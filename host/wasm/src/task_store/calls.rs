@@ -162,15 +162,9 @@ impl WasmTaskStore {
 
 /// A status timestamp as RFC 3339 text for a component.
 fn rfc3339(at: Timestamp) -> Result<String, StoreError> {
-    time::OffsetDateTime::from_unix_timestamp_nanos(at.unix_nanos())
-        .map_err(|e| e.to_string())
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .map_err(|e| e.to_string())
-        })
-        .map_err(|e| StoreError::InvalidQuery {
-            reason: format!("status-timestamp-after cannot be written as RFC 3339: {e}"),
-        })
+    at.to_rfc3339().map_err(|e| StoreError::InvalidQuery {
+        reason: format!("status-timestamp-after cannot be written as RFC 3339: {e}"),
+    })
 }
 
 #[async_trait::async_trait]
