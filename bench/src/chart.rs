@@ -19,6 +19,9 @@ fn colour(store: &str) -> RGBColor {
         "floor" => RGBColor(120, 120, 120),
         "memory" | "file" => RGBColor(31, 119, 180),
         "wasm" => RGBColor(44, 160, 44),
+        // Other store components (`--store-component`: `wasm-js`, `wasm-python`): lighter
+        // greens, so they read as components beside the Rust one yet apart from it.
+        s if s.starts_with("wasm-") => RGBColor(120, 200, 120),
         "postgres" => RGBColor(148, 103, 189),
         _ => RGBColor(214, 96, 39), // the Python peers
     }
@@ -33,7 +36,19 @@ pub fn draw(path: &Path, font: &Path, records: &[Record]) -> Result<()> {
         Box::leak(bytes.into_boxed_slice()),
     )
     .map_err(|_| anyhow!("{} is not a usable TrueType font", font.display()))?;
-    let root = BitMapBackend::new(path, (1600, 1100)).into_drawing_area();
+    // Taller when more stores are measured (other store components), so rows stay legible.
+    let most_rows = PANELS
+        .iter()
+        .map(|(op, size, _)| {
+            records
+                .iter()
+                .filter(|r| r.op == *op && r.size == *size)
+                .count()
+        })
+        .max()
+        .unwrap_or(0) as u32;
+    let height = (50 + 2 * (100 + 30 * most_rows)).max(1100);
+    let root = BitMapBackend::new(path, (1600, height)).into_drawing_area();
     root.fill(&WHITE)?;
     let (title, body) = root.split_vertically(50);
     title.titled(

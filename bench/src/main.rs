@@ -1,7 +1,9 @@
 //! `tn-compare`: every store side by side, in one run on this machine.
 //!
 //! Measures our stores (memory; native file and the file-store component, each at full and
-//! relaxed durability; PostgreSQL when given a server with `--postgres`), the bare syscalls a
+//! relaxed durability; other store components given with `--store-component`, such as the
+//! JavaScript and Python stores, the same way; PostgreSQL when given a server with
+//! `--postgres`), the bare syscalls a
 //! file store cannot avoid (the floor), component start-up, and — from a JSON file written by
 //! `bench/peers.py` — the Python A2A SDK's stores and a Python file store. Writes `results.md`,
 //! `results.json` and `chart.png` to `--out`, and prints the target ratios. Run it through
@@ -19,6 +21,9 @@ use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
 use toolnexus::{Durability, FileTaskStore, InMemoryTaskStore, Task, TaskStore};
 
 mod chart;
+mod store_components;
+
+use store_components::StoreComponent;
 
 #[derive(Parser)]
 #[command(about = "Benchmark every toolnexus store against the Python peers and the syscall floor")]
@@ -61,25 +66,22 @@ struct Args {
     /// (`toolnexus::wasm::DEFAULT_MAX_INSTANCES`, within its memory budget) unless given.
     #[arg(long)]
     instances: Option<usize>,
-}
-
-/// The file-store component over `dir`, with `instances` if given (else the store's default).
-fn component(
-    dir: PathBuf,
-    durability: Durability,
-    instances: Option<usize>,
-) -> Result<WasmTaskStore> {
-    let mut builder = WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
-        .dir(dir)
-        .durability(durability);
-    if let Some(n) = instances {
-        builder = builder.max_instances(n);
-    }
-    Ok(builder.build()?)
+    /// Another store component to measure as the built-in one is (same ops, sizes,
+    /// durabilities, `--instances`, start-up), in rows named `wasm-LABEL`; repeatable
+    /// (`--store-component js=store.wasm --store-component python=store.wasm`).
+    #[arg(long = "store-component", value_name = "LABEL=PATH.wasm")]
+    store_components: Vec<StoreComponent>,
+    /// The cap on one instance's memory for every component store, in MiB (the store's
+    /// default, 64, unless given). The JavaScript store needs more for repeated calls with the
+    /// large Task: its engine lets the heap grow well past 64 MiB before it levels off (measured:
+    /// the cap was hit after about 65 large gets at 64 MiB and after 4,400 calls of this
+    /// benchmark's sequence at 128 MiB; at 256 MiB 26,000 calls ran).
+    #[arg(long, value_name = "MIB")]
+    component_memory_mib: Option<usize>,
 }
 
 /// A store's name and durability, as shown in the table.
-type Label = (&'static str, &'static str);
+type Label = (String, &'static str);
 
 /// One measured line of the table.
 #[derive(Debug, Clone)]
@@ -323,22 +325,33 @@ async fn measure_handoff(out: &mut Vec<Record>, iterations: usize) -> Result<()>
     Ok(())
 }
 
+/// A component's start-up, each in a fresh engine state: `iterations` cached loads (with the
+/// first instance and call), of which the first `cold_compiles` are preceded by a compile from
+/// scratch.
 async fn measure_component_start(
     out: &mut Vec<Record>,
+    (store, source): (&str, ComponentSource),
     dir: &Path,
     iterations: usize,
+    cold_compiles: usize,
 ) -> Result<()> {
     let cache = dir.join("component-cache");
+    let data = match store {
+        "wasm" => dir.join("start"),
+        other => dir.join(format!("start-{other}")),
+    };
     let builder = |cache: CacheDir| {
-        WasmTaskStore::builder(ComponentSource::BuiltinFileStore)
-            .dir(dir.join("start"))
+        WasmTaskStore::builder(source.clone())
+            .dir(data.clone())
             .cache(cache)
             .memoize(false)
     };
     builder(CacheDir::At(cache.clone())).build()?;
     let (mut cold, mut cached, mut instantiate, mut first) = (vec![], vec![], vec![], vec![]);
-    for _ in 0..iterations {
-        cold.push(builder(CacheDir::Off).build_with_report()?.1.load);
+    for i in 0..iterations {
+        if i < cold_compiles {
+            cold.push(builder(CacheDir::Off).build_with_report()?.1.load);
+        }
         let started = Instant::now();
         let (store, report) = builder(CacheDir::At(cache.clone())).build_with_report()?;
         store.get("absent").await?;
@@ -352,7 +365,9 @@ async fn measure_component_start(
         ("instantiate", &mut instantiate),
         ("cached-load+first-call", &mut first),
     ] {
-        out.push(Record::from_samples("wasm", "-", op, "-", samples));
+        if !samples.is_empty() {
+            out.push(Record::from_samples(store, "-", op, "-", samples));
+        }
     }
     Ok(())
 }
@@ -531,6 +546,13 @@ async fn main() -> Result<()> {
     };
     let dir = tmp.path();
 
+    store_components::check_unique(&args.store_components)?;
+    let sandbox = store_components::Sandbox {
+        instances: args.instances,
+        memory_bytes: args.component_memory_mib.map(|mib| mib << 20),
+        cache: store_components::cache_dir(args.workdir.as_deref()),
+    };
+
     let mut records = Vec::new();
     if !args.concurrent_only {
         eprintln!("measuring the syscall floor…");
@@ -538,35 +560,52 @@ async fn main() -> Result<()> {
         measure_handoff(&mut records, n).await?;
     }
     let mut stores: Vec<(Label, Arc<dyn TaskStore>)> = vec![
-        (("memory", "none"), Arc::new(InMemoryTaskStore::new())),
         (
-            ("file", "full"),
+            ("memory".into(), "none"),
+            Arc::new(InMemoryTaskStore::new()),
+        ),
+        (
+            ("file".into(), "full"),
             Arc::new(FileTaskStore::new(dir.join("file-full"))?),
         ),
         (
-            ("file", "relaxed"),
+            ("file".into(), "relaxed"),
             Arc::new(FileTaskStore::with_durability(
                 dir.join("file-relaxed"),
                 Durability::Relaxed,
             )?),
         ),
-        (
-            ("wasm", "full"),
-            Arc::new(component(
-                dir.join("wasm-full"),
-                Durability::Full,
-                args.instances,
-            )?),
-        ),
-        (
-            ("wasm", "relaxed"),
-            Arc::new(component(
-                dir.join("wasm-relaxed"),
-                Durability::Relaxed,
-                args.instances,
-            )?),
-        ),
     ];
+    for (name, durability) in [("full", Durability::Full), ("relaxed", Durability::Relaxed)] {
+        let store = store_components::open(
+            ComponentSource::BuiltinFileStore,
+            dir.join(format!("wasm-{name}")),
+            durability,
+            &sandbox,
+        )?;
+        stores.push((("wasm".into(), name), Arc::new(store)));
+    }
+    for component in &args.store_components {
+        for (name, durability) in [("full", Durability::Full), ("relaxed", Durability::Relaxed)] {
+            eprintln!("loading {} ({name})…", component.describe());
+            let store = store_components::open_named(
+                component,
+                dir.join(format!("{}-{name}", component.store)),
+                durability,
+                &sandbox,
+            )?;
+            stores.push(((component.store.clone(), name), Arc::new(store)));
+        }
+    }
+    // A failed call names its store, and for a given component the file it came from.
+    let describe = |(store, durability): &Label| {
+        let what = args
+            .store_components
+            .iter()
+            .find(|c| &c.store == store)
+            .map_or_else(|| store.clone(), StoreComponent::describe);
+        format!("measuring {what}, {durability} durability")
+    };
     match &args.postgres {
         Some(url) => {
             // A fresh table per run; full durability is the server's default (fsync and
@@ -577,7 +616,7 @@ async fn main() -> Result<()> {
                 .connect()
                 .await
                 .context("connecting to the PostgreSQL server given by --postgres")?;
-            stores.push((("postgres", "full"), Arc::new(store)));
+            stores.push((("postgres".into(), "full"), Arc::new(store)));
         }
         None => eprintln!(
             "skipping the PostgreSQL store: no server given (--postgres URL or \
@@ -587,18 +626,33 @@ async fn main() -> Result<()> {
     if !args.concurrent_only {
         for (label, store) in &stores {
             eprintln!("measuring {} ({})…", label.0, label.1);
-            measure_store(&mut records, *label, store, &sizes).await?;
+            measure_store(&mut records, (&label.0, label.1), store, &sizes)
+                .await
+                .with_context(|| describe(label))?;
         }
     }
     for callers in [8, 64] {
         for (label, store) in &stores {
             let rounds = (n / callers).clamp(10, 200);
-            records.push(measure_concurrent(*label, store, callers, rounds).await?);
+            let record = measure_concurrent((&label.0, label.1), store, callers, rounds)
+                .await
+                .with_context(|| describe(label))?;
+            records.push(record);
         }
     }
     if !args.concurrent_only {
         eprintln!("measuring component start-up…");
-        measure_component_start(&mut records, dir, 20).await?;
+        let builtin = ("wasm", ComponentSource::BuiltinFileStore);
+        measure_component_start(&mut records, builtin, dir, 20, 20).await?;
+        // The JavaScript and Python components are 13–19 MB, each cold compile many seconds:
+        // fewer samples, one compile from scratch.
+        for component in &args.store_components {
+            eprintln!("measuring {} start-up…", component.describe());
+            let named = (component.store.as_str(), component.source());
+            measure_component_start(&mut records, named, dir, 5, 1)
+                .await
+                .with_context(|| format!("measuring {} start-up", component.describe()))?;
+        }
     }
 
     let mut peers_meta = Value::Null;

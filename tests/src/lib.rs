@@ -13,8 +13,10 @@ use toolnexus::{Task, TaskStore};
 
 pub mod a2a_client;
 pub mod agent_suite;
+pub mod interchange;
 pub mod node;
 pub mod pg;
+pub mod python_store;
 pub mod suite;
 
 /// The hostile test component built from `guest/hostile-fixture/` (see its crate docs for what each

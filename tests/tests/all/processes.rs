@@ -7,9 +7,9 @@ use std::process::{Child, Command, Stdio};
 use toolnexus::wasm::FILE_STORE_COMPONENT;
 use toolnexus::{FileTaskStore, TaskStore};
 
-const WRITER: &str = env!("CARGO_BIN_EXE_tn-writer");
+pub(crate) const WRITER: &str = env!("CARGO_BIN_EXE_tn-writer");
 
-fn spawn_writer(selector: &str, id: &str, tag: &str, count: u64) -> Child {
+pub(crate) fn spawn_writer(selector: &str, id: &str, tag: &str, count: u64) -> Child {
     Command::new(WRITER)
         .args([selector, id, tag, &count.to_string()])
         .stdout(Stdio::piped())
@@ -19,7 +19,7 @@ fn spawn_writer(selector: &str, id: &str, tag: &str, count: u64) -> Child {
 }
 
 /// Asserts the Task is exactly one version some writer saved: a known writer, its padding intact.
-fn assert_whole_version(task: &toolnexus::Task, tags: &[&str], count: u64) {
+pub(crate) fn assert_whole_version(task: &toolnexus::Task, tags: &[&str], count: u64) {
     let writer = task
         .get("writer")
         .and_then(Value::as_str)
@@ -54,7 +54,7 @@ fn shared_dir() -> (
     (tmp, dir, component, selectors)
 }
 
-fn no_temp_files(dir: &Path) -> bool {
+pub(crate) fn no_temp_files(dir: &Path) -> bool {
     std::fs::read_dir(dir).unwrap().all(|e| {
         !e.unwrap()
             .file_name()
@@ -129,16 +129,22 @@ async fn a_writer_killed_mid_write_never_leaves_a_torn_task() {
     }
 }
 
-const RACER: &str = env!("CARGO_BIN_EXE_tn-racer");
+pub(crate) const RACER: &str = env!("CARGO_BIN_EXE_tn-racer");
 
 /// The lock lease of racers that are killed, so that a killed one blocks the others briefly.
-const LEASE_MS: u64 = 400;
+pub(crate) const LEASE_MS: u64 = 400;
 /// The lock lease of racers that are never killed: no lock of theirs is ever stale, so none
 /// may be broken. (Under 400 ms, a flush slower than the lease on a loaded disk had its lock
 /// broken by another racer, and its save failed as having lost the lock.)
-const LIVE_LEASE_MS: u64 = 10_000;
+pub(crate) const LIVE_LEASE_MS: u64 = 10_000;
 
-fn spawn_racer(selector: &str, id: &str, tag: &str, attempts: u64, lease_ms: u64) -> Child {
+pub(crate) fn spawn_racer(
+    selector: &str,
+    id: &str,
+    tag: &str,
+    attempts: u64,
+    lease_ms: u64,
+) -> Child {
     Command::new(RACER)
         .args([
             selector,
@@ -156,13 +162,13 @@ fn spawn_racer(selector: &str, id: &str, tag: &str, attempts: u64, lease_ms: u64
 /// What racers printed: acknowledged wins `(base, new, writer, seq)` and losses
 /// `(base, current)`.
 #[derive(Default)]
-struct Outcomes {
-    wins: Vec<(u64, u64, String, u64)>,
-    losses: Vec<(u64, u64)>,
+pub(crate) struct Outcomes {
+    pub(crate) wins: Vec<(u64, u64, String, u64)>,
+    pub(crate) losses: Vec<(u64, u64)>,
 }
 
 impl Outcomes {
-    fn read(&mut self, tag: &str, out: impl std::io::Read) {
+    pub(crate) fn read(&mut self, tag: &str, out: impl std::io::Read) {
         for line in BufReader::new(out).lines() {
             let Ok(line) = line else { break };
             let words: Vec<&str> = line.split(' ').collect();
@@ -178,7 +184,7 @@ impl Outcomes {
 
     /// Every acknowledged save has a version of its own, one past the version it was based on,
     /// and every loser was told of a newer version than the one it read.
-    fn check_chain(&self) {
+    pub(crate) fn check_chain(&self) {
         let mut versions = std::collections::HashSet::new();
         for (base, new, writer, seq) in &self.wins {
             assert_eq!(*new, base + 1, "{writer}#{seq} saved {new} over {base}");
