@@ -1,10 +1,15 @@
 //! Directory interchange between store implementations (Rust, JavaScript, Python): the Tasks and
 //! push configs every implementation must write the same files for and read back from the
-//! others, and the save, read and list steps the interchange tests share.
+//! others, the save, read and list steps, and the interchange tests themselves, written once and
+//! run against each store that is not Rust's (`tests/all/js_store.rs`, `python_store.rs`). Each
+//! test takes the store under test as a [`StoreFactory`] and puts it beside the native store
+//! (`FileTaskStore`) and the Rust file-store component.
 
-use crate::{task, vectors};
+use crate::{StoreFactory, snapshot, task, vectors};
 use serde_json::json;
-use toolnexus::{ListQuery, PushConfig, Task, TaskStore};
+use std::collections::BTreeSet;
+use toolnexus::wasm::WasmTaskStore;
+use toolnexus::{FileTaskStore, ListQuery, PushConfig, Task, TaskStore};
 
 /// The shared vectors plus Tasks whose ids are hostile as file names (escapes, dots, NUL,
 /// non-ASCII, and ids long enough to get a hashed name).
@@ -111,4 +116,156 @@ pub async fn list_all(store: &dyn TaskStore) -> Vec<Task> {
             None => return all,
         }
     }
+}
+
+/// The store under test reads every Task the native store and the Rust component wrote, and
+/// lists them as the native store does.
+pub async fn reads_and_lists_what_the_rust_stores_wrote(theirs: &dyn StoreFactory) {
+    let tasks = interchange_tasks();
+    let native_dir = tempfile::tempdir().unwrap();
+    let native = FileTaskStore::new(native_dir.path()).unwrap();
+    save_all(&native, &tasks).await;
+    let component_dir = tempfile::tempdir().unwrap();
+    let component = WasmTaskStore::file_store(component_dir.path()).unwrap();
+    save_all(&component, &tasks).await;
+
+    for dir in [native_dir.path(), component_dir.path()] {
+        let store = theirs.open(dir);
+        assert_reads_all(&*store, &tasks).await;
+        assert_eq!(list_all(&*store).await, list_all(&native).await);
+    }
+}
+
+/// The native store and the Rust component read and list what the store under test wrote, an
+/// overwrite and a delete included, at the version it counted.
+pub async fn rust_stores_read_and_list_what_it_wrote(theirs: &dyn StoreFactory) {
+    let tasks = interchange_tasks();
+    let dir = tempfile::tempdir().unwrap();
+    let store = theirs.open(dir.path());
+    save_all(&*store, &tasks).await;
+    // Overwrite one, delete one: the Rust stores see the latest state.
+    let changed = task(json!({"id": "a/b", "n": "changed"}));
+    store.save(&changed).await.unwrap();
+    assert!(store.delete("x.json").await.unwrap());
+    let expected: Vec<Task> = tasks
+        .into_iter()
+        .filter(|t| t.id() != "x.json")
+        .map(|t| if t.id() == "a/b" { changed.clone() } else { t })
+        .collect();
+
+    let native = FileTaskStore::new(dir.path()).unwrap();
+    let component = WasmTaskStore::file_store(dir.path()).unwrap();
+    assert_reads_all(&native, &expected).await;
+    assert_reads_all(&component, &expected).await;
+    assert_eq!(native.get("x.json").await.unwrap(), None);
+    assert_eq!(component.get("x.json").await.unwrap(), None);
+    let mut sorted = expected.clone();
+    sorted.sort_by_cached_key(|t| toolnexus::query::SortKey::of(t.id(), t.as_map()));
+    assert_eq!(list_all(&native).await, sorted);
+    assert_eq!(list_all(&component).await, sorted);
+    assert_eq!(list_all(&*store).await, sorted);
+    // Two saves of "a/b" by the store under test: the Rust stores read the version it counted.
+    assert_eq!(
+        native.get_versioned("a/b").await.unwrap().map(|(_, v)| v),
+        Some(2)
+    );
+}
+
+/// The store under test and the native store, saving the same Tasks, write the same files: the
+/// same names (percent escapes, hashed long names) and the same bytes.
+pub async fn writes_directories_byte_identical_to_the_rust_stores(theirs: &dyn StoreFactory) {
+    let tasks = interchange_tasks();
+    let rust_dir = tempfile::tempdir().unwrap();
+    save_all(&FileTaskStore::new(rust_dir.path()).unwrap(), &tasks).await;
+    let their_dir = tempfile::tempdir().unwrap();
+    save_all(&*theirs.open(their_dir.path()), &tasks).await;
+    let rust_files = snapshot(rust_dir.path());
+    assert_eq!(
+        rust_files.len(),
+        2 * tasks.len(),
+        "one file and one version record per Task, no temp files"
+    );
+    assert_same_files(&rust_files, &snapshot(their_dir.path()));
+}
+
+/// Push configs across implementations: the store under test and the native store write the
+/// same files (names and bytes) under `.push/`, the store under test reads and lists what the
+/// native store wrote and the Rust stores what it wrote, and a Task's delete by one takes its
+/// configs for all.
+pub async fn shares_push_configs_in_byte_identical_files(theirs: &dyn StoreFactory) {
+    let configs = interchange_push_configs();
+    let rust_dir = tempfile::tempdir().unwrap();
+    let their_dir = tempfile::tempdir().unwrap();
+    let native = FileTaskStore::new(rust_dir.path()).unwrap();
+    let writer = theirs.open(their_dir.path());
+    assert!(writer.supports_push_configs());
+    for (task_id, config) in &configs {
+        native.save_push_config(task_id, config).await.unwrap();
+        writer.save_push_config(task_id, config).await.unwrap();
+    }
+    let rust_files = snapshot(rust_dir.path());
+    assert_eq!(
+        rust_files.len(),
+        configs.len(),
+        "one file per config, no temp files"
+    );
+    assert!(
+        rust_files
+            .iter()
+            .all(|(name, _)| name.starts_with(".push/"))
+    );
+    assert_same_files(&rust_files, &snapshot(their_dir.path()));
+
+    // Each reads what the other wrote: the store under test the Rust directory, the native
+    // store and the Rust component its own.
+    let reader = theirs.open(rust_dir.path());
+    let component = WasmTaskStore::file_store(their_dir.path()).unwrap();
+    let native_reader = FileTaskStore::new(their_dir.path()).unwrap();
+    let readers: [&dyn TaskStore; 3] = [&*reader, &component, &native_reader];
+    for (task_id, config) in &configs {
+        for reader in readers {
+            let got = reader.get_push_config(task_id, config.id()).await.unwrap();
+            assert_eq!(
+                got.as_ref(),
+                Some(config),
+                "{task_id:?} via {}",
+                reader.describe()
+            );
+        }
+    }
+    let task_ids: BTreeSet<&str> = configs.iter().map(|(t, _)| t.as_str()).collect();
+    for task_id in &task_ids {
+        let want = expected_configs(&configs, task_id);
+        for reader in readers {
+            let listed = reader.list_push_configs(task_id).await.unwrap();
+            assert_eq!(listed, want, "{task_id:?} via {}", reader.describe());
+        }
+    }
+
+    // A Task deleted by one store takes its configs for the others; the rest stay. The store
+    // under test deletes a Task the native store saved; the Rust component an id never saved as
+    // a Task in the other directory, whose configs go all the same.
+    let deleted = "a/b";
+    native.save(&task(json!({"id": deleted}))).await.unwrap();
+    assert!(reader.delete(deleted).await.unwrap());
+    assert!(native.list_push_configs(deleted).await.unwrap().is_empty());
+    assert!(!component.delete(deleted).await.unwrap());
+    assert!(writer.list_push_configs(deleted).await.unwrap().is_empty());
+    for reader in [&native as &dyn TaskStore, &*writer] {
+        assert_eq!(
+            reader.list_push_configs("t1").await.unwrap(),
+            expected_configs(&configs, "t1")
+        );
+    }
+}
+
+/// Two [`snapshot`]s hold the same file names, then the same bytes in every file (the names
+/// first, so a difference in naming shows as that).
+fn assert_same_files(rust_files: &[(String, Vec<u8>)], their_files: &[(String, Vec<u8>)]) {
+    assert_eq!(
+        rust_files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        their_files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+        "the same file names (percent escapes, hashed long names)"
+    );
+    assert_eq!(rust_files, their_files, "the same bytes in every file");
 }

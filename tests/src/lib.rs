@@ -13,6 +13,7 @@ use toolnexus::{Task, TaskStore};
 
 pub mod a2a_client;
 pub mod agent_suite;
+pub mod component_harness;
 pub mod interchange;
 pub mod node;
 pub mod pg;

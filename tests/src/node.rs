@@ -17,19 +17,24 @@
 //! The build scripts skip work whose inputs did not change, and one process at a time builds
 //! (a lock file in `<target>/js/`), so concurrent test binaries and `cargo` runs are safe.
 //!
-//! Skip or fail: without Node.js or npm, [`js`] prints a skip message and returns `None`, so the
-//! JavaScript tests pass vacuously on a machine without them — unless [`REQUIRE_NODE`]
-//! (`TOOLNEXUS_REQUIRE_NODE=1`, set in CI) is set, which makes their absence a failure. A failed
-//! build is always a failure.
+//! Skip or fail ([`crate::component_harness`]): without Node.js or npm, [`js`] prints a skip message
+//! and returns `None`, so the JavaScript tests pass vacuously on a machine without them — unless
+//! [`REQUIRE_NODE`] (`TOOLNEXUS_REQUIRE_NODE=1`, set in CI) is set, which makes their absence a
+//! failure. A failed build is always a failure.
 
+use crate::component_harness::{
+    OptionalTool, StoreComponent, compile_once, lock_build_dir, repo_root,
+};
 use std::fs;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
 use toolnexus::Task;
 use toolnexus::wasm::agent::WasmAgent;
-use toolnexus::wasm::{CacheDir, ComponentSource, LoadReport, WasmTaskStore};
+use toolnexus::wasm::{CacheDir, ComponentSource, LoadReport};
+
+// Where they were first written, for the callers that found them here.
+pub use crate::component_harness::{find_tool, run, target_dir};
 
 /// Set to `1` to make a missing Node.js or npm a test failure instead of a skip.
 pub const REQUIRE_NODE: &str = "TOOLNEXUS_REQUIRE_NODE";
@@ -58,8 +63,9 @@ pub struct Js {
     pub first_load: LoadReport,
 }
 
-/// `Ok(None)` when Node.js is missing and not required; `Err` when setting up failed.
-static JS: OnceLock<Result<Option<Js>, String>> = OnceLock::new();
+static JS: OptionalTool<Js> = OptionalTool::new("the JavaScript tests", REQUIRE_NODE, || {
+    format!("Node.js {MIN_NODE_MAJOR}+ (with npm)")
+});
 
 /// The built JavaScript side, shared by every caller in this process, or `None` (after a skip
 /// message on stderr) if Node.js or npm is missing and [`REQUIRE_NODE`] is not `1`.
@@ -68,33 +74,7 @@ static JS: OnceLock<Result<Option<Js>, String>> = OnceLock::new();
 ///
 /// If the build fails, or Node.js or npm is missing while [`REQUIRE_NODE`] is `1`.
 pub fn js() -> Option<&'static Js> {
-    match JS.get_or_init(set_up) {
-        Ok(js) => js.as_ref(),
-        Err(e) => panic!("setting up the JavaScript tests failed:\n{e}"),
-    }
-}
-
-fn set_up() -> Result<Option<Js>, String> {
-    let required = std::env::var(REQUIRE_NODE).is_ok_and(|v| v == "1");
-    let (node, npm) = match find_node_and_npm() {
-        Ok(tools) => tools,
-        Err(why) if required => {
-            return Err(format!(
-                "{why}, and {REQUIRE_NODE}=1 requires the JavaScript tests to run: \
-                 install Node.js {MIN_NODE_MAJOR}+ with npm"
-            ));
-        }
-        Err(why) => {
-            // Straight to stderr, past the test harness's capture, so a skip is never silent.
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipping the JavaScript tests: {why}; install Node.js {MIN_NODE_MAJOR}+ (with \
-                 npm) to run them (set {REQUIRE_NODE}=1 to make this a failure)"
-            );
-            return Ok(None);
-        }
-    };
-    Js::build(node, npm).map(Some)
+    JS.get(find_node_and_npm, |(node, npm)| Js::build(node, npm))
 }
 
 /// `node` (version [`MIN_NODE_MAJOR`] or later) and `npm` on `PATH`, or why not.
@@ -110,18 +90,10 @@ impl Js {
     /// components once (compiling them, or reading their compiled forms from the cache), so
     /// callers after this find them compiled.
     pub fn build(node: PathBuf, npm: PathBuf) -> Result<Js, String> {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("tests/ is inside the repository")
-            .to_path_buf();
+        let repo = repo_root();
         let js_dir = repo.join("js");
         let out = target_dir(&repo).join("js");
-        fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-
-        // One builder at a time across processes (two test binaries, two `cargo` runs).
-        let lock = fs::File::create(out.join(".build.lock"))
-            .and_then(|f| f.lock().map(|()| f))
-            .map_err(|e| format!("cannot lock {}: {e}", out.display()))?;
+        let lock = lock_build_dir(&out)?;
         npm_ci_if_stale(&npm, &js_dir)?;
         let store_wasm = out.join("store/toolnexus-js-store.wasm");
         run(Command::new(&node)
@@ -157,17 +129,9 @@ impl Js {
         }
         drop(lock);
 
-        // Compile once here, before any test runs: every test after this finds the component
-        // compiled in this process, instead of several compiling 12 MB of JavaScript engine at
-        // once. The compiled form is cached under <target>/js, so later runs load it in a
-        // fraction of a second; remove that directory to measure a cold compile again.
+        // Compile once here, before any test runs (12 MB of JavaScript engine).
         let cache = out.join("component-cache");
-        let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let (_, first_load) = WasmTaskStore::builder(ComponentSource::File(store_wasm.clone()))
-            .dir(data.path())
-            .cache(CacheDir::At(cache.clone()))
-            .build_with_report()
-            .map_err(|e| format!("the JavaScript store component does not load: {e}"))?;
+        let first_load = compile_once(&store_wasm, &cache, "the JavaScript store component")?;
         // The agent likewise (into the same cache), and instantiated once: an agent the host
         // refuses fails here, naming why, rather than in the middle of a test.
         WasmAgent::builder(ComponentSource::File(agent_wasm.clone()))
@@ -184,6 +148,11 @@ impl Js {
             cache,
             first_load,
         })
+    }
+
+    /// The JavaScript store component, to open or name in a selector.
+    pub fn store(&self) -> StoreComponent {
+        StoreComponent::new(&self.store_wasm, &self.cache, self.first_load)
     }
 
     /// Runs `js/node-host/main.mjs` over `dir` with a transpiled component (`bindings`: one of
@@ -235,43 +204,6 @@ pub fn parse_lines(out: &str) -> Vec<Option<Task>> {
         .collect()
 }
 
-/// The cargo target directory the running executable was built in.
-///
-/// Found by walking up from the executable to the first directory holding `CACHEDIR.TAG`, the
-/// file cargo writes at the root of every target directory (and only there: never in
-/// `<profile>/` or `deps/`). That holds wherever the executable sits below it: a test binary in
-/// `<target>/<profile>/deps/all-…`, a binary in `<target>/<profile>/tn-js-figures`, either
-/// under `<target>/<triple>/` when cross-compiling, and a target directory moved by
-/// `CARGO_TARGET_DIR` or `build.target-dir` (which cargo does not pass to what it runs, so the
-/// executable's location is the one reliable source). Only if the executable is not in a target
-/// directory (copied elsewhere) does this fall back to `CARGO_TARGET_DIR` (a relative one taken
-/// from the repository root), then `<repo>/target`.
-pub fn target_dir(repo: &Path) -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|exe| {
-            exe.ancestors()
-                .skip(1)
-                .find(|dir| dir.join("CACHEDIR.TAG").is_file())
-                .map(Path::to_path_buf)
-        })
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR")
-                .filter(|dir| !dir.is_empty())
-                .map(|dir| repo.join(dir))
-        })
-        .unwrap_or_else(|| repo.join("target"))
-}
-
-/// The first `name` on `PATH`.
-pub fn find_tool(name: &str) -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|candidate| candidate.is_file())
-        .ok_or_else(|| format!("{name} not found on PATH"))
-}
-
 /// `Ok` if `node --version` is [`MIN_NODE_MAJOR`] or later.
 pub fn check_node_version(node: &Path) -> Result<(), String> {
     let output = Command::new(node)
@@ -306,22 +238,4 @@ pub fn npm_ci_if_stale(npm: &Path, js_dir: &Path) -> Result<(), String> {
         .current_dir(js_dir)
         .args(["ci", "--no-audit", "--no-fund"]))?;
     fs::write(&stamp, wanted).map_err(|e| format!("cannot write {}: {e}", stamp.display()))
-}
-
-/// Runs a command to completion: its stdout on success, everything it said on failure.
-pub fn run(command: &mut Command) -> Result<String, String> {
-    let output = command
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| format!("cannot run {command:?}: {e}"))?;
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    if output.status.success() {
-        Ok(stdout)
-    } else {
-        Err(format!(
-            "{command:?} failed ({}):\n{stdout}\n{}",
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
-        ))
-    }
 }

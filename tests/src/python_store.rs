@@ -11,18 +11,18 @@
 //! whose compile takes seconds; the compiled form is cached in `<target>/python/component-cache`
 //! (remove it to measure a cold compile again), which child processes are pointed at too.
 //!
-//! Skip or fail: without `python3`, [`python_store`] prints a skip message and returns `None`, so
-//! the Python store's tests pass vacuously on a machine without it — unless
-//! [`REQUIRE_PYTHON_STORE`] (`TOOLNEXUS_REQUIRE_PYTHON_STORE=1`, set in CI) is set, which makes
-//! its absence a failure. A failed build is always a failure.
+//! Skip or fail ([`crate::component_harness`]): without `python3`, [`python_store`] prints a skip
+//! message and returns `None`, so the Python store's tests pass vacuously on a machine without it
+//! — unless [`REQUIRE_PYTHON_STORE`] (`TOOLNEXUS_REQUIRE_PYTHON_STORE=1`, set in CI) is set,
+//! which makes its absence a failure. A failed build is always a failure.
 
-use crate::node::{find_tool, run, target_dir};
-use std::fs;
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use crate::component_harness::{
+    OptionalTool, StoreComponent, compile_once, find_tool, lock_build_dir, repo_root, run,
+    target_dir,
+};
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
-use toolnexus::wasm::{CacheDir, ComponentSource, LoadReport, WasmTaskStore};
+use toolnexus::wasm::LoadReport;
 
 /// Set to `1` to make a missing `python3` a test failure instead of a skip.
 pub const REQUIRE_PYTHON_STORE: &str = "TOOLNEXUS_REQUIRE_PYTHON_STORE";
@@ -43,8 +43,10 @@ pub struct PythonStore {
     pub first_load: LoadReport,
 }
 
-/// `Ok(None)` when `python3` is missing and not required; `Err` when setting up failed.
-static PYTHON_STORE: OnceLock<Result<Option<PythonStore>, String>> = OnceLock::new();
+static PYTHON_STORE: OptionalTool<PythonStore> =
+    OptionalTool::new("the Python store tests", REQUIRE_PYTHON_STORE, || {
+        "python3 (with venv)".into()
+    });
 
 /// The built Python store, shared by every caller in this process, or `None` (after a skip
 /// message on stderr) if `python3` is missing and [`REQUIRE_PYTHON_STORE`] is not `1`.
@@ -53,33 +55,7 @@ static PYTHON_STORE: OnceLock<Result<Option<PythonStore>, String>> = OnceLock::n
 ///
 /// If the build fails, or `python3` is missing while [`REQUIRE_PYTHON_STORE`] is `1`.
 pub fn python_store() -> Option<&'static PythonStore> {
-    match PYTHON_STORE.get_or_init(set_up) {
-        Ok(store) => store.as_ref(),
-        Err(e) => panic!("setting up the Python store tests failed:\n{e}"),
-    }
-}
-
-fn set_up() -> Result<Option<PythonStore>, String> {
-    let required = std::env::var(REQUIRE_PYTHON_STORE).is_ok_and(|v| v == "1");
-    let python = match find_tool("python3") {
-        Ok(python) => python,
-        Err(why) if required => {
-            return Err(format!(
-                "{why}, and {REQUIRE_PYTHON_STORE}=1 requires the Python store tests to run: \
-                 install python3 with venv"
-            ));
-        }
-        Err(why) => {
-            // Straight to stderr, past the test harness's capture, so a skip is never silent.
-            let _ = writeln!(
-                std::io::stderr(),
-                "skipping the Python store tests: {why}; install python3 (with venv) to run \
-                 them (set {REQUIRE_PYTHON_STORE}=1 to make this a failure)"
-            );
-            return Ok(None);
-        }
-    };
-    PythonStore::build(python).map(Some)
+    PYTHON_STORE.get(|| find_tool("python3"), PythonStore::build)
 }
 
 impl PythonStore {
@@ -87,18 +63,10 @@ impl PythonStore {
     /// inputs did not change) and loads it once (compiling it, or reading its compiled form from
     /// the cache), so callers after this find it compiled.
     pub fn build(python: PathBuf) -> Result<PythonStore, String> {
-        let repo = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .expect("tests/ is inside the repository")
-            .to_path_buf();
+        let repo = repo_root();
         let target = target_dir(&repo);
         let out = target.join("python");
-        fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-
-        // One builder at a time across processes (two test binaries, two `cargo` runs).
-        let lock = fs::File::create(out.join(".build.lock"))
-            .and_then(|f| f.lock().map(|()| f))
-            .map_err(|e| format!("cannot lock {}: {e}", out.display()))?;
+        let lock = lock_build_dir(&out)?;
         let wanted = out.join("store/toolnexus-python-store.wasm");
         // The script's python3 is the one found here, first on PATH; its virtual environment
         // goes into the same target directory as the component (the script reads
@@ -121,15 +89,9 @@ impl PythonStore {
             })?;
         drop(lock);
 
-        // Compile once here, before any test runs: every test after this finds the component
-        // compiled in this process, instead of several compiling CPython at once.
+        // Compile once here, before any test runs (CPython and the store, some 18 MB).
         let cache = out.join("component-cache");
-        let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-        let (_, first_load) = WasmTaskStore::builder(ComponentSource::File(store_wasm.clone()))
-            .dir(data.path())
-            .cache(CacheDir::At(cache.clone()))
-            .build_with_report()
-            .map_err(|e| format!("the Python store component does not load: {e}"))?;
+        let first_load = compile_once(&store_wasm, &cache, "the Python store component")?;
         Ok(PythonStore {
             python,
             repo,
@@ -139,14 +101,8 @@ impl PythonStore {
         })
     }
 
-    /// The component as a `wasm:` selector over `dir`, with its compiled form from
-    /// [`PythonStore::cache`], for another process (`tn-racer`, `tn-writer`) to load quickly.
-    pub fn selector(&self, dir: &Path) -> String {
-        format!(
-            "wasm:{}?dir={}&cache={}",
-            self.store_wasm.display(),
-            dir.display(),
-            self.cache.display()
-        )
+    /// The Python store component, to open or name in a selector.
+    pub fn store(&self) -> StoreComponent {
+        StoreComponent::new(&self.store_wasm, &self.cache, self.first_load)
     }
 }

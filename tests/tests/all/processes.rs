@@ -1,11 +1,13 @@
 //! Real processes sharing one directory: concurrent writers, and writers killed mid-write.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use toolnexus::wasm::FILE_STORE_COMPONENT;
 use toolnexus::{FileTaskStore, TaskStore};
+use toolnexus_conformance::StoreFactory;
 
 pub(crate) const WRITER: &str = env!("CARGO_BIN_EXE_tn-writer");
 
@@ -199,24 +201,24 @@ impl Outcomes {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn processes_racing_conditional_saves_have_one_winner_per_version() {
-    let (_tmp, dir, _, [file_sel, wasm_sel]) = shared_dir();
-    let tags = ["alpha", "bravo", "charlie", "delta"];
-    // Two native and two component racers on one id, from before it exists. Each loads its
-    // store, says `ready` and waits for the go, so they race however long the loading took (a
-    // native racer could otherwise be done before a component one has started).
-    let mut children: Vec<_> = tags
+/// Races one gated `tn-racer` per `(tag, selector)` on the Task `id`, `attempts` saves each. Each
+/// racer loads its store, says `ready` and waits for the go, so they race however long the
+/// loading took (a native racer could otherwise be done before a component one has started). No
+/// lock is ever stale: a long lease ([`LIVE_LEASE_MS`]), none broken.
+///
+/// Returns what they printed, once every racer exited successfully, the chain of versions held
+/// ([`Outcomes::check_chain`]), there was a conflict and every racer won at least once (else
+/// they did not race, and the test proves nothing).
+pub(crate) fn race(racers: &[(&str, String)], id: &str, attempts: u64) -> Outcomes {
+    let mut children: Vec<_> = racers
         .iter()
-        .enumerate()
-        .map(|(i, tag)| {
-            let selector = if i % 2 == 0 { &file_sel } else { &wasm_sel };
+        .map(|(tag, selector)| {
             let mut child = Command::new(RACER)
                 .args([
-                    selector,
-                    "raced",
+                    selector.as_str(),
+                    id,
                     tag,
-                    "150",
+                    &attempts.to_string(),
                     &LIVE_LEASE_MS.to_string(),
                     "gate",
                 ])
@@ -239,33 +241,92 @@ async fn processes_racing_conditional_saves_have_one_winner_per_version() {
     for (tag, _, out) in &mut children {
         outcomes.read(tag, out);
     }
-    for (_, mut child, _) in children {
-        assert!(child.wait().unwrap().success(), "a racer failed");
+    for (tag, mut child, _) in children {
+        assert!(child.wait().unwrap().success(), "racer {tag} failed");
     }
     outcomes.check_chain();
     assert!(
         !outcomes.losses.is_empty(),
         "the racers never raced (no conflicts): the test proves nothing"
     );
-    let store = FileTaskStore::new(&dir).unwrap();
-    let (task, version) = store.get_versioned("raced").await.unwrap().unwrap();
+    for (tag, _) in racers {
+        assert!(
+            outcomes.wins.iter().any(|w| w.2 == *tag),
+            "racer {tag} never won: it did not race"
+        );
+    }
+    outcomes
+}
+
+/// Asserts `store` holds the Task `id` after [`race`]: every acknowledged save is one version,
+/// none more, and the stored Task is the last winner's.
+pub(crate) async fn assert_last_winner_stored(
+    store: &dyn TaskStore,
+    id: &str,
+    outcomes: &Outcomes,
+) {
+    let (task, version) = store.get_versioned(id).await.unwrap().unwrap();
     assert_eq!(
         version,
         outcomes.wins.len() as u64,
-        "every acknowledged save is one version, none more"
+        "every acknowledged save is one version, none more ({})",
+        store.describe()
     );
-    let (_, _, writer, seq) = outcomes
+    let (_, last, writer, seq) = outcomes
         .wins
         .iter()
-        .find(|(_, new, _, _)| *new == version)
-        .unwrap();
+        .max_by_key(|w| w.1)
+        .expect("someone won");
+    assert_eq!(
+        *last, version,
+        "the last acknowledged save is the stored version"
+    );
     assert_eq!(task.get("writer").unwrap(), writer.as_str());
-    assert_eq!(task.get("seq").unwrap(), &serde_json::json!(seq));
+    assert_eq!(task.get("seq").unwrap(), &json!(seq));
     assert_eq!(
         task.get("base").unwrap(),
-        &serde_json::json!(version - 1),
+        &json!(version - 1),
         "the stored Task is the last winner's"
     );
+}
+
+/// Processes racing conditional saves of one Task over one directory across implementations:
+/// the native store and the Rust component, beside `others` (tag, selector over the directory
+/// given). Each acknowledged save has a version of its own, one past the version it read; the
+/// stored Task is the last winner's, as the native store and `theirs` read it.
+pub(crate) async fn race_across_implementations(
+    others: impl FnOnce(&Path) -> Vec<(&'static str, String)>,
+    theirs: &dyn StoreFactory,
+) {
+    let (_tmp, dir, _, [file_sel, wasm_sel]) = shared_dir();
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut racers = vec![("native", file_sel), ("rust", wasm_sel)];
+    racers.extend(others(&dir));
+    let outcomes = race(&racers, "raced", 60);
+    for store in [
+        theirs.open(&dir),
+        Arc::new(FileTaskStore::new(&dir).unwrap()) as Arc<dyn TaskStore>,
+    ] {
+        assert_last_winner_stored(&*store, "raced", &outcomes).await;
+    }
+    assert!(no_temp_files(&dir));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn processes_racing_conditional_saves_have_one_winner_per_version() {
+    let (_tmp, dir, _, [file_sel, wasm_sel]) = shared_dir();
+    // Two native and two component racers on one id, from before it exists.
+    let racers: Vec<_> = ["alpha", "bravo", "charlie", "delta"]
+        .into_iter()
+        .enumerate()
+        .map(|(i, tag)| {
+            let selector = if i % 2 == 0 { &file_sel } else { &wasm_sel };
+            (tag, selector.clone())
+        })
+        .collect();
+    let outcomes = race(&racers, "raced", 150);
+    let store = FileTaskStore::new(&dir).unwrap();
+    assert_last_winner_stored(&store, "raced", &outcomes).await;
     assert!(no_temp_files(&dir));
 }
 

@@ -14,96 +14,28 @@
 //! skips the build when its inputs did not change) and compiles it once for the process.
 
 use crate::processes::{
-    LEASE_MS, LIVE_LEASE_MS, Outcomes, RACER, assert_whole_version, no_temp_files, spawn_racer,
+    LEASE_MS, Outcomes, assert_whole_version, race_across_implementations, spawn_racer,
     spawn_writer,
 };
 use serde_json::json;
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
-use toolnexus::wasm::{CacheDir, CacheOutcome, ComponentSource, WasmTaskStore};
-use toolnexus::{Durability, Expect, FileTaskStore, Task, TaskStore, resolve_store};
-use toolnexus_conformance::interchange::{
-    assert_reads_all, expected_configs, interchange_push_configs, interchange_tasks, list_all,
-    save_all,
-};
+use toolnexus::{Durability, Expect, FileTaskStore, TaskStore};
+use toolnexus_conformance::component_harness::{self, StoreComponent};
 use toolnexus_conformance::python_store::{PythonStore, python_store};
-use toolnexus_conformance::{StoreFactory, snapshot, suite, task};
+use toolnexus_conformance::{StoreFactory, interchange, task};
 
-/// Opens the Python store component over a directory, as any `wasm:` component.
-struct PyStore {
-    wasm: PathBuf,
-    cache: PathBuf,
-    durability: Durability,
+/// The Python store component, or `None` to skip: what the suite's tests below open.
+fn component() -> Option<StoreComponent> {
+    python_store().map(PythonStore::store)
 }
 
-impl PyStore {
-    fn new(py: &PythonStore, durability: Durability) -> Self {
-        PyStore {
-            wasm: py.store_wasm.clone(),
-            cache: py.cache.clone(),
-            durability,
-        }
-    }
-
-    fn builder(&self, dir: &Path) -> toolnexus::wasm::WasmTaskStoreBuilder {
-        WasmTaskStore::builder(ComponentSource::File(self.wasm.clone()))
-            .dir(dir)
-            .durability(self.durability)
-            .cache(CacheDir::At(self.cache.clone()))
-    }
-}
-
-impl StoreFactory for PyStore {
-    fn open(&self, dir: &Path) -> Arc<dyn TaskStore> {
-        Arc::new(
-            self.builder(dir)
-                .build()
-                .expect("the Python store component opens"),
-        )
-    }
-    fn durable(&self) -> bool {
-        true
-    }
-}
-
-macro_rules! python_conformance {
-    ($module:ident, $durability:expr, [$($case:ident),* $(,)?]) => {
-        mod $module {
-            use super::*;
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $case() {
-                    let Some(py) = python_store() else { return };
-                    let dir = tempfile::tempdir().unwrap();
-                    suite::$case(&PyStore::new(py, $durability), dir.path()).await;
-                }
-            )*
-        }
-    };
-}
-
-macro_rules! python_conformance_all {
-    ($($case:ident),* $(,)?) => {
-        python_conformance!(conformance, Durability::Full, [$($case),*]);
-        python_conformance!(conformance_relaxed, Durability::Relaxed, [$($case),*]);
-    };
-}
-
-// The same cases as conformance.rs runs against every Rust store.
-toolnexus_conformance::for_each_case!(python_conformance_all);
-// The push-notification config cases, in a module of their own (the callback names its modules).
-mod push_cases {
-    use super::*;
-    toolnexus_conformance::for_each_push_case!(python_conformance_all);
-}
-
-fn py_store(py: &PythonStore, dir: &Path) -> Arc<dyn TaskStore> {
-    PyStore::new(py, Durability::Full).open(dir)
-}
+// The same cases as conformance.rs runs against every Rust store, at both durabilities.
+toolnexus_conformance::component_conformance!();
 
 /// The store's modules pass their own unit tests under the host's python3 (the component runs
 /// the same modules inside CPython for WASI).
@@ -126,215 +58,22 @@ fn python_store_passes_its_unit_tests() {
     assert!(ran > 0, "no unit test ran:\n{report}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_store_loads_through_a_wasm_selector() {
-    let Some(py) = python_store() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let selector = format!(
-        "wasm:{}?dir={}",
-        py.store_wasm.display(),
-        dir.path().display()
-    );
-    let store = tokio::task::spawn_blocking(move || resolve_store(selector))
-        .await
-        .unwrap()
-        .expect("the selector loads the Python store");
-    let t = task(json!({"id": "via-selector", "n": 9007199254740993_u64}));
-    store.save(&t).await.unwrap();
-    assert_eq!(store.get("via-selector").await.unwrap(), Some(t));
-    assert!(dir.path().join("via-selector.json").is_file());
-}
-
-/// The compiled Python component (CPython and the store, some 18 MB) is cached on disk: a load
-/// that bypasses this process's memo (a new process, in effect) reads the compiled form instead
-/// of compiling again.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_store_component_is_reused_from_the_disk_cache() {
-    let Some(py) = python_store() else { return };
-    let data = tempfile::tempdir().unwrap();
-    let (_, cached) = WasmTaskStore::builder(ComponentSource::File(py.store_wasm.clone()))
-        .dir(data.path())
-        .cache(CacheDir::At(py.cache.clone()))
-        .memoize(false)
-        .build_with_report()
-        .unwrap();
-    assert_eq!(
-        cached.outcome,
-        CacheOutcome::Disk,
-        "a compiled component is reused from the cache"
-    );
-    eprintln!(
-        "python store component: first load {:?} ({:?}, instantiate {:?}); from the disk cache \
-         {:?} (instantiate {:?})",
-        py.first_load.load,
-        py.first_load.outcome,
-        py.first_load.instantiate,
-        cached.load,
-        cached.instantiate
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_store_reads_and_lists_what_the_rust_stores_wrote() {
-    let Some(py) = python_store() else { return };
-    let tasks = interchange_tasks();
-    let native_dir = tempfile::tempdir().unwrap();
-    let native = FileTaskStore::new(native_dir.path()).unwrap();
-    save_all(&native, &tasks).await;
-    let component_dir = tempfile::tempdir().unwrap();
-    let component = WasmTaskStore::file_store(component_dir.path()).unwrap();
-    save_all(&component, &tasks).await;
-
-    for dir in [native_dir.path(), component_dir.path()] {
-        let python = py_store(py, dir);
-        assert_reads_all(&*python, &tasks).await;
-        assert_eq!(list_all(&*python).await, list_all(&native).await);
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn rust_stores_read_and_list_what_the_python_store_wrote() {
-    let Some(py) = python_store() else { return };
-    let tasks = interchange_tasks();
-    let dir = tempfile::tempdir().unwrap();
-    let python = py_store(py, dir.path());
-    save_all(&*python, &tasks).await;
-    // Overwrite one, delete one: the Rust stores see the latest state.
-    let changed = task(json!({"id": "a/b", "n": "changed"}));
-    python.save(&changed).await.unwrap();
-    assert!(python.delete("x.json").await.unwrap());
-    let expected: Vec<Task> = tasks
-        .into_iter()
-        .filter(|t| t.id() != "x.json")
-        .map(|t| if t.id() == "a/b" { changed.clone() } else { t })
-        .collect();
-
-    let native = FileTaskStore::new(dir.path()).unwrap();
-    let component = WasmTaskStore::file_store(dir.path()).unwrap();
-    assert_reads_all(&native, &expected).await;
-    assert_reads_all(&component, &expected).await;
-    assert_eq!(native.get("x.json").await.unwrap(), None);
-    assert_eq!(component.get("x.json").await.unwrap(), None);
-    let mut sorted = expected.clone();
-    sorted.sort_by_cached_key(|t| toolnexus::query::SortKey::of(t.id(), t.as_map()));
-    assert_eq!(list_all(&native).await, sorted);
-    assert_eq!(list_all(&component).await, sorted);
-    assert_eq!(list_all(&*python).await, sorted);
-    // Two saves of "a/b" by the Python store: the Rust stores read the version it counted.
-    assert_eq!(
-        native.get_versioned("a/b").await.unwrap().map(|(_, v)| v),
-        Some(2)
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_and_rust_stores_write_byte_identical_directories() {
-    let Some(py) = python_store() else { return };
-    let tasks = interchange_tasks();
-    let rust_dir = tempfile::tempdir().unwrap();
-    save_all(&FileTaskStore::new(rust_dir.path()).unwrap(), &tasks).await;
-    let python_dir = tempfile::tempdir().unwrap();
-    save_all(&*py_store(py, python_dir.path()), &tasks).await;
-    let rust_files = snapshot(rust_dir.path());
-    let python_files = snapshot(python_dir.path());
-    assert_eq!(
-        rust_files.len(),
-        2 * tasks.len(),
-        "one file and one version record per Task, no temp files"
-    );
-    assert_eq!(
-        rust_files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-        python_files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-        "the same file names (percent escapes, hashed long names)"
-    );
-    assert_eq!(rust_files, python_files, "the same bytes in every file");
-}
-
-/// Push configs across implementations: the Python store and the native store write the same
-/// files (names and bytes) under `.push/`, the Python store reads and lists what the native
-/// store wrote and the Rust stores what it wrote, and a Task's delete by one takes its configs
-/// for all.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn python_and_rust_stores_share_push_configs_in_byte_identical_files() {
-    let Some(py) = python_store() else { return };
-    let configs = interchange_push_configs();
-    let rust_dir = tempfile::tempdir().unwrap();
-    let python_dir = tempfile::tempdir().unwrap();
-    let native = FileTaskStore::new(rust_dir.path()).unwrap();
-    let python_writer = py_store(py, python_dir.path());
-    assert!(python_writer.supports_push_configs());
-    for (task_id, config) in &configs {
-        native.save_push_config(task_id, config).await.unwrap();
-        python_writer
-            .save_push_config(task_id, config)
-            .await
-            .unwrap();
-    }
-    let rust_files = snapshot(rust_dir.path());
-    let python_files = snapshot(python_dir.path());
-    assert_eq!(
-        rust_files.len(),
-        configs.len(),
-        "one file per config, no temp files"
-    );
-    assert!(
-        rust_files
-            .iter()
-            .all(|(name, _)| name.starts_with(".push/"))
-    );
-    assert_eq!(
-        rust_files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-        python_files.iter().map(|(n, _)| n).collect::<Vec<_>>(),
-        "the same file names (percent escapes, hashed long names)"
-    );
-    assert_eq!(rust_files, python_files, "the same bytes in every file");
-
-    let python_reader = py_store(py, rust_dir.path());
-    let component = WasmTaskStore::file_store(python_dir.path()).unwrap();
-    let native_reader = FileTaskStore::new(python_dir.path()).unwrap();
-    let readers: [&dyn TaskStore; 3] = [&*python_reader, &component, &native_reader];
-    for (task_id, config) in &configs {
-        for reader in readers {
-            let got = reader.get_push_config(task_id, config.id()).await.unwrap();
-            assert_eq!(
-                got.as_ref(),
-                Some(config),
-                "{task_id:?} via {}",
-                reader.describe()
-            );
-        }
-    }
-    let task_ids: std::collections::BTreeSet<&str> =
-        configs.iter().map(|(t, _)| t.as_str()).collect();
-    for task_id in &task_ids {
-        let want = expected_configs(&configs, task_id);
-        for reader in readers {
-            let listed = reader.list_push_configs(task_id).await.unwrap();
-            assert_eq!(listed, want, "{task_id:?} via {}", reader.describe());
-        }
-    }
-
-    // A Task deleted by one store takes its configs for the others; the rest stay. The Python
-    // store deletes a Task the native store saved; the Rust component an id never saved as a
-    // Task in the Python store's directory, whose configs go all the same.
-    let deleted = "a/b";
-    native.save(&task(json!({"id": deleted}))).await.unwrap();
-    assert!(python_reader.delete(deleted).await.unwrap());
-    assert!(native.list_push_configs(deleted).await.unwrap().is_empty());
-    assert!(!component.delete(deleted).await.unwrap());
-    assert!(
-        python_writer
-            .list_push_configs(deleted)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    for reader in [&native as &dyn TaskStore, &*python_writer] {
-        assert_eq!(
-            reader.list_push_configs("t1").await.unwrap(),
-            expected_configs(&configs, "t1")
-        );
-    }
+// Beside the suite, what every store component not written in Rust is tested for: the same
+// tests as the JavaScript store's (`js_store.rs`), written once in `component_harness` and
+// `interchange` (directory interchange with the Rust stores).
+toolnexus_conformance::component_tests! {
+    python_store_loads_through_a_wasm_selector => component_harness::loads_through_a_wasm_selector,
+    /// The compiled Python component (CPython and the store, some 18 MB) is cached on disk.
+    python_store_component_is_reused_from_the_disk_cache =>
+        component_harness::is_reused_from_the_disk_cache,
+    python_store_reads_and_lists_what_the_rust_stores_wrote =>
+        interchange::reads_and_lists_what_the_rust_stores_wrote,
+    rust_stores_read_and_list_what_the_python_store_wrote =>
+        interchange::rust_stores_read_and_list_what_it_wrote,
+    python_and_rust_stores_write_byte_identical_directories =>
+        interchange::writes_directories_byte_identical_to_the_rust_stores,
+    python_and_rust_stores_share_push_configs_in_byte_identical_files =>
+        interchange::shares_push_configs_in_byte_identical_files,
 }
 
 /// A writer or racer process whose stdout is read on a thread of its own: each line is signalled
@@ -397,97 +136,14 @@ impl Watched {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_rust_js_and_native_processes_race_conditional_saves_with_one_winner_per_version() {
     let Some(py) = python_store() else { return };
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("tasks");
-    std::fs::create_dir_all(&dir).unwrap();
-    let rust = tmp.path().join("store.wasm");
-    std::fs::write(&rust, toolnexus::wasm::FILE_STORE_COMPONENT).unwrap();
-    let mut racers = vec![
-        ("native", format!("file:{}", dir.display())),
-        (
-            "rust",
-            format!("wasm:{}?dir={}", rust.display(), dir.display()),
-        ),
-        ("python", py.selector(&dir)),
-    ];
     // Node.js is optional here (required in CI, where this always has four racers).
-    if let Some(js) = toolnexus_conformance::node::js() {
-        let js_selector = format!(
-            "wasm:{}?dir={}&cache={}",
-            js.store_wasm.display(),
-            dir.display(),
-            js.cache.display()
-        );
-        racers.push(("js", js_selector));
-    }
-    // Each racer loads its store, says `ready`, and waits for the go, so they race however
-    // long the loading took. No lock is ever stale: a long lease, none broken.
-    let mut children: Vec<_> = racers
-        .iter()
-        .map(|(tag, selector)| {
-            let mut child = Command::new(RACER)
-                .args([
-                    selector.as_str(),
-                    "raced",
-                    tag,
-                    "60",
-                    &LIVE_LEASE_MS.to_string(),
-                    "gate",
-                ])
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .expect("the racer starts");
-            let mut out = BufReader::new(child.stdout.take().unwrap());
-            let mut ready = String::new();
-            out.read_line(&mut ready).unwrap();
-            assert_eq!(ready.trim(), "ready", "racer {tag}");
-            (*tag, child, out)
-        })
-        .collect();
-    for (_, child, _) in &mut children {
-        child.stdin.as_mut().unwrap().write_all(b"go\n").unwrap();
-    }
-    let mut outcomes = Outcomes::default();
-    for (tag, _, out) in &mut children {
-        outcomes.read(tag, out);
-    }
-    for (tag, mut child, _) in children {
-        assert!(child.wait().unwrap().success(), "racer {tag} failed");
-    }
-    outcomes.check_chain();
-    assert!(
-        !outcomes.losses.is_empty(),
-        "the racers never raced (no conflicts): the test proves nothing"
-    );
-    for tag in racers.iter().map(|(tag, _)| *tag) {
-        assert!(
-            outcomes.wins.iter().any(|w| w.2 == tag),
-            "racer {tag} never won: it did not race"
-        );
-    }
-    let (_, _, writer, seq) = outcomes
-        .wins
-        .iter()
-        .max_by_key(|w| w.1)
-        .expect("someone won");
-    for store in [
-        py_store(py, &dir),
-        Arc::new(FileTaskStore::new(&dir).unwrap()) as Arc<dyn TaskStore>,
-    ] {
-        let (task, version) = store.get_versioned("raced").await.unwrap().unwrap();
-        assert_eq!(
-            version,
-            outcomes.wins.len() as u64,
-            "every acknowledged save is one version, none more ({})",
-            store.describe()
-        );
-        assert_eq!(task.get("writer").unwrap(), writer.as_str());
-        assert_eq!(task.get("seq").unwrap(), &json!(seq));
-        assert_eq!(task.get("base").unwrap(), &json!(version - 1));
-    }
-    assert!(no_temp_files(&dir));
+    let js = toolnexus_conformance::node::js();
+    let others = |dir: &Path| {
+        let mut others = vec![("python", py.store().selector(dir))];
+        others.extend(js.map(|js| ("js", js.store().selector(dir))));
+        others
+    };
+    race_across_implementations(others, &py.store()).await;
 }
 
 /// After processes were killed over `dir`: the Task is one whole version, at least as new as
@@ -505,7 +161,7 @@ async fn check_after_kills(
 ) -> Duration {
     outcomes.check_chain();
     let newest = outcomes.wins.iter().map(|w| w.1).max().unwrap_or(0);
-    let python = py_store(py, dir);
+    let python = py.store().open(dir);
     let native: Arc<dyn TaskStore> = Arc::new(FileTaskStore::new(dir).unwrap());
     let mut seen = None;
     for store in [&python, &native] {
@@ -538,13 +194,7 @@ async fn check_after_kills(
 
     let lease = Duration::from_millis(LEASE_MS);
     let saver: Arc<dyn TaskStore> = if python_saves {
-        Arc::new(
-            PyStore::new(py, Durability::Full)
-                .builder(dir)
-                .lock_lease(lease)
-                .build()
-                .unwrap(),
-        )
+        Arc::new(py.store().builder(dir).lock_lease(lease).build().unwrap())
     } else {
         Arc::new(FileTaskStore::with_options(dir, Durability::Full, lease).unwrap())
     };
@@ -603,7 +253,7 @@ async fn python_writers_killed_mid_write_never_leave_a_torn_task() {
     let Some(py) = python_store() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("tasks");
-    let python_selector = format!("{}&lease-ms={LEASE_MS}", py.selector(&dir));
+    let python_selector = format!("{}&lease-ms={LEASE_MS}", py.store().selector(&dir));
     let file_selector = format!("file:{}", dir.display());
     let mut outcomes = Outcomes::default();
     let mut longest_wait = Duration::ZERO;
@@ -643,7 +293,7 @@ async fn python_racers_killed_mid_save_lose_nothing_acknowledged_and_block_at_mo
     let Some(py) = python_store() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("tasks");
-    let python_selector = py.selector(&dir);
+    let python_selector = py.store().selector(&dir);
     let file_selector = format!("file:{}", dir.display());
     let mut outcomes = Outcomes::default();
     let mut longest_wait = Duration::ZERO;
