@@ -72,12 +72,7 @@ pub async fn run(selector: String, addr: String, flags: ConnectionFlags) -> Resu
     .await
     .map_err(|e| Failure::Store(format!("--component: {e}")))?
     .map_err(refused)?;
-    let listener = tokio::net::TcpListener::bind(&addr)
-        .await
-        .map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
-    let local = listener
-        .local_addr()
-        .map_err(|e| Failure::Store(e.to_string()))?;
+    let (listener, local) = crate::listen(&addr).await?;
     if !local.ip().is_loopback() && !flags.insecure_no_auth {
         return Err(Failure::Usage(format!(
             "refusing to serve {local}: the host puts no authentication in front of the \

@@ -257,6 +257,17 @@ impl From<StoreError> for Failure {
     }
 }
 
+/// Listens on `addr`: the listener and the address it got (its port, when `addr` asked for 0).
+async fn listen(addr: &str) -> Result<(tokio::net::TcpListener, std::net::SocketAddr), Failure> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
+    let local = listener
+        .local_addr()
+        .map_err(|e| Failure::Store(e.to_string()))?;
+    Ok((listener, local))
+}
+
 fn main() -> ExitCode {
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
@@ -461,12 +472,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let (store, stores) = open_stores(cli.store, namespaced).await?;
             let push = push_args::start(push, std::sync::Arc::clone(&stores), store.describe())
                 .map_err(Failure::Usage)?;
-            let listener = tokio::net::TcpListener::bind(&addr)
-                .await
-                .map_err(|e| Failure::Usage(format!("cannot listen on {addr}: {e}")))?;
-            let local = listener
-                .local_addr()
-                .map_err(|e| Failure::Store(e.to_string()))?;
+            let (listener, local) = listen(&addr).await?;
             if tokens.is_none() && !local.ip().is_loopback() && !insecure_no_auth {
                 return Err(Failure::Usage(format!(
                     "refusing to serve {local} without authentication: anyone who reaches it \

@@ -33,6 +33,26 @@ pub const WASM_OPTIONS: &[&str] = &[
     "max-component",
 ];
 
+/// The `stderr=` option of every `wasm:` selector: `log` forwards the component's stderr to the
+/// host's log, `off` does not; anything else is `None`.
+pub(crate) fn stderr_option(value: &str) -> Option<bool> {
+    match value {
+        "log" => Some(true),
+        "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// The `cache=` option of every `wasm:` selector: `off`, or the directory of compiled
+/// components; an empty value is `None`.
+pub(crate) fn cache_option(value: &str) -> Option<CacheDir> {
+    match value {
+        "" => None,
+        "off" => Some(CacheDir::Off),
+        dir => Some(CacheDir::At(PathBuf::from(dir))),
+    }
+}
+
 /// The builder a `wasm:` selector describes, not yet built (nothing is read or compiled here):
 /// `wasm:<path>` or `wasm:builtin`, then options ([`WASM_OPTIONS`]), each described once, with
 /// its default and builder method, in the repository's `docs/wasm-options.md`. Option values
@@ -101,16 +121,12 @@ pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, Sto
                         bad("a whole number of milliseconds from 10 to 3600000, like 10000")
                     })?,
             )),
-            "stderr" => match value.as_str() {
-                "log" => builder.forward_stderr(true),
-                "off" => builder.forward_stderr(false),
-                _ => return Err(bad("log or off")),
-            },
-            "cache" => match value.as_str() {
-                "" => return Err(bad("a directory or off")),
-                "off" => builder.cache(CacheDir::Off),
-                dir => builder.cache(CacheDir::At(PathBuf::from(dir))),
-            },
+            "stderr" => {
+                builder.forward_stderr(stderr_option(&value).ok_or_else(|| bad("log or off"))?)
+            }
+            "cache" => {
+                builder.cache(cache_option(&value).ok_or_else(|| bad("a directory or off"))?)
+            }
             other => {
                 return Err(invalid(&format!(
                     "unknown option {other:?} (known: {})",

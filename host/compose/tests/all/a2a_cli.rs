@@ -2,23 +2,10 @@
 //! parts that do not fit exit 2 naming them and write nothing.
 
 use std::path::Path;
-use std::process::{Command, Output};
 use toolnexus_compose::embedded::{ECHO_AGENT, SERVER};
 use toolnexus_conformance::{HOSTILE_COMPONENT, LIFECYCLE_GUARD_COMPONENT};
 
-const TN_COMPOSE: &str = env!("CARGO_BIN_EXE_tn-compose");
-
-fn run(dir: &Path, args: &[&str]) -> Output {
-    Command::new(TN_COMPOSE)
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("tn-compose runs")
-}
-
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use crate::cli::{assert_each_exits_2_writing_nothing, run, stderr};
 
 /// Whether `path` holds a component exporting the HTTP handler (read back with wac).
 fn exports_the_handler(path: &Path) -> bool {
@@ -120,16 +107,7 @@ fn parts_that_do_not_fit_exit_2_and_write_nothing() {
             "imports no toolnexus:task-store interface",
         ),
     ];
-    for (args, expected) in cases {
-        let out = run(work.path(), args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(
-            stderr(&out).contains(expected),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-        assert!(!work.path().join("out.wasm").exists(), "{args:?}");
-    }
+    assert_each_exits_2_writing_nothing(work.path(), &cases);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use toolnexus_conformance::{HOSTILE_COMPONENT, LIFECYCLE_GUARD_COMPONENT};
 
 const TN_COMPOSE: &str = env!("CARGO_BIN_EXE_tn-compose");
 
-fn run(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn run(dir: &Path, args: &[&str]) -> Output {
     Command::new(TN_COMPOSE)
         .current_dir(dir)
         .args(args)
@@ -16,8 +16,23 @@ fn run(dir: &Path, args: &[&str]) -> Output {
         .expect("tn-compose runs")
 }
 
-fn stderr(out: &Output) -> String {
+pub(crate) fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `tn-compose` in `dir` with each case's arguments: each exits 2 saying what it expects
+/// and writes no `out.wasm`.
+pub(crate) fn assert_each_exits_2_writing_nothing(dir: &Path, cases: &[(&[&str], &str)]) {
+    for (args, expected) in cases {
+        let out = run(dir, args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{args:?}: {}",
+            stderr(&out)
+        );
+        assert!(!dir.join("out.wasm").exists(), "{args:?}");
+    }
 }
 
 fn task(state: &str) -> Task {
@@ -103,16 +118,7 @@ fn components_that_do_not_fit_exit_2_and_write_nothing() {
             "cannot read missing.wasm",
         ),
     ];
-    for (args, expected) in cases {
-        let out = run(work.path(), args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
-        assert!(
-            stderr(&out).contains(expected),
-            "{args:?}: {}",
-            stderr(&out)
-        );
-        assert!(!work.path().join("out.wasm").exists(), "{args:?}");
-    }
+    assert_each_exits_2_writing_nothing(work.path(), &cases);
 }
 
 #[test]

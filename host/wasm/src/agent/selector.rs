@@ -8,7 +8,7 @@ use crate::agent::builder::WasmAgentBuilder;
 use crate::agent::wasm_agent::WasmAgent;
 use crate::load::{ComponentSource, ECHO_AGENT_COMPONENT, TCK_AGENT_COMPONENT};
 use crate::sandbox::policy::outgoing_http::OutgoingHttpPolicy;
-use crate::task_store::CacheDir;
+use crate::selector::{cache_option, stderr_option};
 use std::path::PathBuf;
 use std::sync::Arc;
 use toolnexus_core::StoreError;
@@ -107,16 +107,12 @@ pub fn agent_builder_from_selector(selector: &str) -> Result<WasmAgentBuilder, S
                     .filter(|d| !d.is_zero())
                     .ok_or_else(|| bad("a duration like 10m, 30s or 250ms"))?,
             ),
-            "stderr" => match value.as_str() {
-                "log" => builder.forward_stderr(true),
-                "off" => builder.forward_stderr(false),
-                _ => return Err(bad("log or off")),
-            },
-            "cache" => match value.as_str() {
-                "" => return Err(bad("a directory or off")),
-                "off" => builder.cache(CacheDir::Off),
-                dir => builder.cache(CacheDir::At(PathBuf::from(dir))),
-            },
+            "stderr" => {
+                builder.forward_stderr(stderr_option(&value).ok_or_else(|| bad("log or off"))?)
+            }
+            "cache" => {
+                builder.cache(cache_option(&value).ok_or_else(|| bad("a directory or off"))?)
+            }
             "max-component" => builder.max_component_size(
                 parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))? as u64,
             ),

@@ -7,7 +7,7 @@
 use crate::http_component::builder::HttpComponentBuilder;
 use crate::load::ComponentSource;
 use crate::sandbox::policy::outgoing_http::OutgoingHttpPolicy;
-use crate::task_store::CacheDir;
+use crate::selector::{cache_option, stderr_option};
 use std::path::PathBuf;
 use std::time::Duration;
 use toolnexus_core::StoreError;
@@ -118,16 +118,12 @@ pub fn http_component_from_selector(selector: &str) -> Result<HttpComponentBuild
                 OutgoingHttpPolicy::from_allow_hosts(&value)
                     .map_err(|e| invalid(&format!("allow-hosts: {e}")))?,
             ),
-            "stderr" => match value.as_str() {
-                "log" => builder.forward_stderr(true),
-                "off" => builder.forward_stderr(false),
-                _ => return Err(bad("log or off")),
-            },
-            "cache" => match value.as_str() {
-                "" => return Err(bad("a directory or off")),
-                "off" => builder.cache(CacheDir::Off),
-                dir => builder.cache(CacheDir::At(PathBuf::from(dir))),
-            },
+            "stderr" => {
+                builder.forward_stderr(stderr_option(&value).ok_or_else(|| bad("log or off"))?)
+            }
+            "cache" => {
+                builder.cache(cache_option(&value).ok_or_else(|| bad("a directory or off"))?)
+            }
             "max-component" => builder.max_component_size(size("a size like 64MiB")? as u64),
             store_only if STORE_ONLY_OPTIONS.contains(&store_only) => {
                 return Err(invalid(&format!(
