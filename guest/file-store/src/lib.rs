@@ -20,7 +20,7 @@ use exports::toolnexus::task_store::push_configs::Guest as PushConfigs;
 use exports::toolnexus::task_store::store::{
     Condition, Guest, StoreError, StoredTask, VersionConflict,
 };
-use std::sync::Once;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use toolnexus_format::dir::{DEFAULT_LOCK_LEASE, STALE_TEMP_AGE};
@@ -47,8 +47,11 @@ static LEASE_MS: AtomicU64 = AtomicU64::new(DEFAULT_LOCK_LEASE.as_millis() as u6
 /// `get` passes a Task file's text through without scanning it a first time.
 static ANSWERS_CHECKED: AtomicBool = AtomicBool::new(false);
 
-fn store() -> DirStore {
-    static SWEEP: Once = Once::new();
+fn store() -> Result<DirStore, StoreError> {
+    // Once per instance: refuse a directory that folds case, and clear temp files left by
+    // writers that crashed mid-save. In `configure` (at instantiation) where the host calls it,
+    // else in the first call; a refusal stands for every call.
+    static OPENED: OnceLock<Result<(), String>> = OnceLock::new();
     let durability = if RELAXED.load(Ordering::Relaxed) {
         Durability::Relaxed
     } else {
@@ -59,12 +62,15 @@ fn store() -> DirStore {
     if ANSWERS_CHECKED.load(Ordering::Relaxed) {
         store = store.with_gets_checked_by_caller();
     }
-    // Once per instance: clear temp files left by writers that crashed mid-save. In
-    // `configure` (at instantiation) where the host calls it, else in the first call.
-    SWEEP.call_once(|| {
+    let opened = OPENED.get_or_init(|| {
+        store.check_case_sensitive().map_err(|e| e.to_string())?;
         let _ = store.sweep_temp_files(STALE_TEMP_AGE);
+        Ok(())
     });
-    store
+    match opened {
+        Ok(()) => Ok(store),
+        Err(reason) => Err(StoreError::Io(reason.clone())),
+    }
 }
 
 fn to_wit(err: DirError) -> StoreError {
@@ -72,7 +78,8 @@ fn to_wit(err: DirError) -> StoreError {
     match err {
         DirError::InvalidId(_) | DirError::InvalidTask(_) => StoreError::InvalidInput(msg),
         DirError::Corrupt { .. } => StoreError::Corrupt(msg),
-        DirError::Io { .. } => StoreError::Io(msg),
+        // The contract has no case for an unknown outcome yet: said in the message.
+        DirError::Io { .. } | DirError::AfterRename { .. } => StoreError::Io(msg),
         DirError::Conflict { current, .. } => StoreError::Conflict(VersionConflict {
             current,
             message: msg,
@@ -83,14 +90,14 @@ fn to_wit(err: DirError) -> StoreError {
 
 impl Guest for FileStore {
     fn get(id: String) -> Result<Option<StoredTask>, StoreError> {
-        let found = store().get_versioned(&id).map_err(to_wit)?;
+        let found = store()?.get_versioned(&id).map_err(to_wit)?;
         Ok(found.map(|(task, version)| StoredTask { task, version }))
     }
 
     fn save(task: String, condition: Condition) -> Result<u64, StoreError> {
         let id = toolnexus_format::task::check_task_text(&task)
             .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
-        store()
+        store()?
             .save_checked_if(&id, &task, expect(condition))
             .map_err(to_wit)
     }
@@ -108,14 +115,14 @@ impl Lean for FileStore {
     /// The host checked `task` and says its id: written as given, without a scan (the one that
     /// `save` needs to find the id is most of a large save's time in WebAssembly).
     fn save(id: String, task: String, condition: Condition) -> Result<u64, StoreError> {
-        store()
+        store()?
             .save_checked_if(&id, &task, expect(condition))
             .map_err(to_wit)
     }
 
     /// The Task file alone: its version record is not read.
     fn get_text(id: String) -> Result<Option<String>, StoreError> {
-        store().get_text(&id).map_err(to_wit)
+        store()?.get_text(&id).map_err(to_wit)
     }
 }
 
@@ -134,7 +141,7 @@ impl Catalog for FileStore {
             page_size: query.page_size as usize,
             page_token: query.page_token,
         };
-        let page = store().list_texts(&query).map_err(to_wit)?;
+        let page = store()?.list_texts(&query).map_err(to_wit)?;
         Ok(TaskPage {
             tasks: page.tasks.into_iter().map(|(_, text)| text).collect(),
             next_page_token: page.next_page_token,
@@ -143,7 +150,7 @@ impl Catalog for FileStore {
     }
 
     fn delete(id: String) -> Result<bool, StoreError> {
-        store().delete(&id).map_err(to_wit)
+        store()?.delete(&id).map_err(to_wit)
     }
 }
 
@@ -156,23 +163,23 @@ impl PushConfigs for FileStore {
         }
         let config_id = toolnexus_format::check_push_config_text(&config)
             .map_err(|e| StoreError::InvalidInput(e.to_string()))?;
-        store()
+        store()?
             .save_push_config(&task_id, &config_id, &config)
             .map_err(to_wit)
     }
 
     fn get(task_id: String, config_id: String) -> Result<Option<String>, StoreError> {
-        store()
+        store()?
             .get_push_config(&task_id, &config_id)
             .map_err(to_wit)
     }
 
     fn list(task_id: String) -> Result<Vec<String>, StoreError> {
-        store().list_push_configs(&task_id).map_err(to_wit)
+        store()?.list_push_configs(&task_id).map_err(to_wit)
     }
 
     fn delete(task_id: String, config_id: String) -> Result<bool, StoreError> {
-        store()
+        store()?
             .delete_push_config(&task_id, &config_id)
             .map_err(to_wit)
     }
@@ -213,9 +220,12 @@ impl Config for FileStore {
                 _ => {}
             }
         }
-        // Sweep now, at instantiation, rather than in the first call, which may be a `get`
-        // run on the host's async worker, where a directory listing is never done.
-        let _ = store();
+        // Open now, at instantiation, rather than in the first call, which may be a `get` run
+        // on the host's async worker, where a directory listing is never done. A directory
+        // that folds case is refused here, before any call.
+        if let Err(StoreError::Io(reason)) = store() {
+            return Err(reason);
+        }
         Ok(())
     }
 }

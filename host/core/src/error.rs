@@ -99,6 +99,13 @@ pub enum StoreError {
     #[error("invalid push notification config: {reason}")]
     InvalidPushConfig { reason: String },
 
+    /// The store cannot tell whether a save or a delete took effect: it was sent (a reply lost
+    /// after the statement reached the database) or done (a flush failed after the rename that
+    /// installed the Task), and then something failed. Retrying blindly could undo a write made
+    /// meanwhile: read the Task again, then decide.
+    #[error("{store}: outcome unknown: {reason}")]
+    OutcomeUnknown { store: String, reason: String },
+
     /// A selector with a known scheme but unusable arguments.
     #[error("invalid A2A store selector {selector:?}: {reason}")]
     InvalidSelector { selector: String, reason: String },
@@ -176,7 +183,9 @@ impl StoreError {
             | StoreError::LimitExceeded { .. }
             | StoreError::Load { .. }
             | StoreError::Backend { .. } => Blame::Store,
-            StoreError::Io { .. } | StoreError::Unavailable { .. } => Blame::Environment,
+            StoreError::Io { .. }
+            | StoreError::Unavailable { .. }
+            | StoreError::OutcomeUnknown { .. } => Blame::Environment,
             StoreError::Unsupported { .. } => Blame::Store,
         }
     }
@@ -206,6 +215,10 @@ impl From<toolnexus_format::DirError> for StoreError {
             DirError::Io { op, file, source } => {
                 StoreError::io(format!("cannot {op} {}", file.display()), source)
             }
+            err @ DirError::AfterRename { .. } => StoreError::OutcomeUnknown {
+                store: "file store".into(),
+                reason: err.to_string(),
+            },
             DirError::Conflict {
                 id,
                 expected,

@@ -48,6 +48,7 @@ impl FileTaskStore {
         toolnexus_format::dir::create_private_dir(dir)
             .map_err(|e| StoreError::io(format!("cannot create directory {}", dir.display()), e))?;
         let store = DirStore::new(dir, durability).with_lock_lease(lock_lease);
+        store.check_case_sensitive()?;
         store.sweep_temp_files(STALE_TEMP_AGE)?;
         Ok(FileTaskStore {
             dir: Arc::new(store),

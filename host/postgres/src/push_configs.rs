@@ -6,13 +6,13 @@
 //! config id of its row, or the read is `Corrupt`, naming the table and both ids; a listing
 //! never skips a bad row.
 
-use crate::pool::{Shared, with_client};
+use crate::pool::{OnLost, Shared, with_client};
 use crate::store::PostgresTaskStore;
 use toolnexus_core::{PushConfig, StoreError, check_config_id, check_id};
 
 impl PostgresTaskStore {
-    /// Inserts the config, or replaces the Task's config with its id. Retried once on a lost
-    /// connection: writing the same config twice leaves what writing it once does.
+    /// Inserts the config, or replaces the Task's config with its id. Never retried once sent:
+    /// a retry after a lost answer could replace a config another client saved meanwhile.
     pub(crate) async fn upsert_push_config(
         &self,
         task_id: &str,
@@ -21,7 +21,7 @@ impl PostgresTaskStore {
         check_id(task_id)?;
         let (task_id, config) = (task_id.to_owned(), config.clone());
         self.run(move |shared| async move {
-            with_client(&shared, true, |client| {
+            with_client(&shared, OnLost::Unknown, |client| {
                 let sql = &shared.sql.push.upsert;
                 let (task_id, config_id) = (task_id.as_bytes(), config.id().as_bytes());
                 let text = config.as_json();
@@ -51,7 +51,7 @@ impl PostgresTaskStore {
         check_config_id(config_id)?;
         let (task_id, config_id) = (task_id.to_owned(), config_id.to_owned());
         self.run(move |shared| async move {
-            let text: Option<String> = with_client(&shared, true, |client| {
+            let text: Option<String> = with_client(&shared, OnLost::Retry, |client| {
                 let sql = &shared.sql.push.get;
                 let (task_id, config_id) = (task_id.as_bytes(), config_id.as_bytes());
                 async move {
@@ -81,7 +81,7 @@ impl PostgresTaskStore {
         check_id(task_id)?;
         let task_id = task_id.to_owned();
         self.run(move |shared| async move {
-            let rows: Vec<(Vec<u8>, String)> = with_client(&shared, true, |client| {
+            let rows: Vec<(Vec<u8>, String)> = with_client(&shared, OnLost::Retry, |client| {
                 let (sql, task_id) = (&shared.sql.push.list, task_id.as_bytes());
                 async move {
                     let result = async {
@@ -112,7 +112,7 @@ impl PostgresTaskStore {
         check_config_id(config_id)?;
         let (task_id, config_id) = (task_id.to_owned(), config_id.to_owned());
         self.run(move |shared| async move {
-            let removed = with_client(&shared, false, |client| {
+            let removed = with_client(&shared, OnLost::Unknown, |client| {
                 let sql = &shared.sql.push.delete;
                 let (task_id, config_id) = (task_id.as_bytes(), config_id.as_bytes());
                 async move {

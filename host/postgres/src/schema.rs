@@ -3,7 +3,7 @@
 //! likewise the push-config table beside it (`push_schema`).
 
 use crate::errors::{chain, pg_error, pool_error};
-use crate::pool::{Shared, with_client, within};
+use crate::pool::{OnLost, Shared, with_client, within};
 use crate::push_schema;
 use crate::statements::BACKFILLED;
 use std::sync::Arc;
@@ -219,7 +219,7 @@ async fn backfill(shared: &Shared) -> Result<(), StoreError> {
     loop {
         let rows: Vec<(Vec<u8>, i64, String)> = within(
             shared,
-            with_client(shared, true, |client| {
+            with_client(shared, OnLost::Retry, |client| {
                 let (select, after) = (&select, &after);
                 async move {
                     let result = client.query(select, &[after]).await.map(|rows| {
@@ -248,7 +248,7 @@ async fn backfill(shared: &Shared) -> Result<(), StoreError> {
         if !ids.is_empty() {
             filled += within(
                 shared,
-                with_client(shared, true, |client| {
+                with_client(shared, OnLost::Retry, |client| {
                     let (update, ids, versions, stamps) = (&update, &ids, &versions, &stamps);
                     async move {
                         let result = client.execute(update, &[ids, versions, stamps]).await;
@@ -265,7 +265,7 @@ async fn backfill(shared: &Shared) -> Result<(), StoreError> {
     let mark = format!("COMMENT ON COLUMN {table}.status_ts_ns IS '{BACKFILLED}'");
     let marked = within(
         shared,
-        with_client(shared, true, |client| {
+        with_client(shared, OnLost::Retry, |client| {
             let mark = &mark;
             async move {
                 let result = client.batch_execute(mark).await;

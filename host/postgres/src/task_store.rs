@@ -2,7 +2,7 @@
 //! keyset page and its total), run on the store's runtime within the call timeout. Push
 //! configs are in the table beside it (`push_configs.rs`).
 
-use crate::pool::{Shared, with_client};
+use crate::pool::{OnLost, Shared, with_client};
 use crate::save_row::SaveRow;
 use crate::statements::{CursorShape, ListShape};
 use crate::store::PostgresTaskStore;
@@ -28,7 +28,7 @@ impl TaskStore for PostgresTaskStore {
         check_id(id)?;
         let id = id.to_owned();
         self.run(move |shared| async move {
-            let row: Option<(String, i64)> = with_client(&shared, true, |client| {
+            let row: Option<(String, i64)> = with_client(&shared, OnLost::Retry, |client| {
                 let (sql, id) = (&shared.sql.get, id.as_bytes());
                 async move {
                     let result = async {
@@ -61,9 +61,9 @@ impl TaskStore for PostgresTaskStore {
     /// [`Expect::Any`], `INSERT … ON CONFLICT (id) DO NOTHING` for [`Expect::Absent`],
     /// `UPDATE … WHERE id = $1 AND version = $v` for [`Expect::Version`], each `RETURNING
     /// version`. No row back: another writer got there first, and the current version is read
-    /// for the [`StoreError::Conflict`]. Only the plain upsert is retried on a lost connection
-    /// (a conditional save's first attempt may have committed, and its retry would then
-    /// conflict with itself).
+    /// for the [`StoreError::Conflict`]. A save is never retried once sent: a connection lost
+    /// after that answers [`StoreError::OutcomeUnknown`] (the first attempt may have
+    /// committed, and a retry would undo a save another client made meanwhile).
     async fn save_versioned(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
         let task = task.clone();
         self.run(move |shared| async move {
@@ -76,7 +76,7 @@ impl TaskStore for PostgresTaskStore {
                 if let Some(version) = written {
                     return read_version(&shared, id, version);
                 }
-                let current: Option<i64> = with_client(&shared, true, |client| {
+                let current: Option<i64> = with_client(&shared, OnLost::Retry, |client| {
                     let sql = &shared.sql.version;
                     async move {
                         let result = async {
@@ -150,7 +150,7 @@ impl TaskStore for PostgresTaskStore {
                 params.push(Box::new(cursor.id.as_bytes().to_vec()));
             }
             type PageRow = (i64, Option<Vec<u8>>, Option<String>, Option<String>);
-            let rows: Vec<PageRow> = with_client(&shared, true, |client| {
+            let rows: Vec<PageRow> = with_client(&shared, OnLost::Retry, |client| {
                 let (sql, params) = (&sql, &params);
                 async move {
                     let result = async {
@@ -207,7 +207,7 @@ impl TaskStore for PostgresTaskStore {
         check_id(id)?;
         let id = id.to_owned();
         self.run(move |shared| async move {
-            let deleted = with_client(&shared, false, |client| {
+            let deleted = with_client(&shared, OnLost::Unknown, |client| {
                 let (sql, id) = (&shared.sql.delete, id.as_bytes());
                 async move {
                     let result = async {
@@ -275,7 +275,7 @@ async fn write(
         Expect::Absent => &shared.sql.insert_new,
         Expect::Version(_) => &shared.sql.replace,
     };
-    with_client(shared, expect == Expect::Any, |client| async move {
+    with_client(shared, OnLost::Unknown, |client| async move {
         let result = async {
             let statement = client.prepare_cached(sql).await?;
             let (jsonb, exact) = row.task_columns(task);

@@ -8,12 +8,20 @@
 //   modification time of the Task file it describes and of the one that file replaced; created
 //   by a rename, then overwritten in place by later saves, always before their Task file;
 // - `.~<stem>.l`: the lock a writer holds for its save, created exclusively; the writer writes
-//   its Task text into it and renames it over `<stem>.json`, which releases it. Broken by the
-//   next writer once it was last changed longer than the lease ago;
+//   its Task text into it and renames it over `<stem>.json`, which releases it. Broken by a
+//   waiting writer once it has seen it unchanged for longer than the lease by its own monotonic
+//   clock (never by its modification time against the wall clock, which a clock stepped back or
+//   forward makes wrong by the size of the step);
 // - `.tmp-<32 hex>`: temp files (version records on their first write), and locks moved aside
 //   while being broken.
 //
 // - `.push/`: the Tasks' push-notification configs (`push.js`), removed with their Task.
+//
+// The lease guards a lock (a host that fences its components' locks also refuses to move one a
+// live writer holds), so every late act of a writer that may have outlived its lease is checked
+// for: ownership after a renewal, before the record, before the rename and before a delete's
+// unlink, and after the rename that the Task file is the file this save wrote
+// (docs/on-disk-format.md, "The lease").
 //
 // Every Task lives in the preopened directory, never in this instance's memory: the host runs
 // several instances of the component at once, and other processes may share the directory.
@@ -49,7 +57,6 @@ import {
   entryNames,
   errorCode,
   ioError,
-  mtimeMs,
   randomHex,
   readBytes,
   readCapped,
@@ -111,9 +118,14 @@ const MISSING = null;
 /**
  * What reading a version record found when it does not parse or fails its check: torn by a save
  * writing it in place at this very moment (a reader without the lock), or left unreadable by a
- * crash.
+ * crash. A reader counts it as none (version 1); a save, which holds the lock, refuses it as
+ * corrupt if the Task file exists (`RECORD_TORN`).
  */
 const UNSETTLED = 'unsettled';
+
+/** Why a save refuses a Task whose version record does not read whole under the lock. */
+const RECORD_TORN =
+  "the version record does not read whole, so the Task's version is unknown; remove it to count versions from 1 again";
 
 /**
  * The version record `name`: the parsed record, `MISSING` (no record, or not a regular file),
@@ -204,11 +216,6 @@ function formatMs(ms) {
 
 let swept = false;
 
-/** Whether the entries of a sweep include a lock (`.~<stem>.l`). */
-function isLockName(name) {
-  return name.startsWith('.~') && name.endsWith('.l');
-}
-
 /** The store over the preopened directory. */
 export class DirStore {
   /**
@@ -223,22 +230,18 @@ export class DirStore {
 
   /**
    * Once per instance: removes temp files left by writers that crashed before their rename,
-   * those last changed more than an hour ago (younger ones may belong to a live writer), and
-   * breaks locks older than the lease. Errors are ignored: this is housekeeping, never a
-   * reason to fail a call.
+   * those last changed more than an hour ago (younger ones may belong to a live writer). Locks
+   * are left alone: one look cannot tell a crashed writer's lock from a live one's (a lock is
+   * broken only by a writer that watched it unchanged for a lease), and a lock is never read as
+   * a Task; the next save of its Task breaks it. Errors are ignored: this is housekeeping, never
+   * a reason to fail a call.
    */
   sweepOnce() {
     if (swept) return;
     swept = true;
     try {
       const now = wallNowMs();
-      for (const name of entryNames()) {
-        if (isLockName(name)) {
-          if (this.isStale(name)) this.breakLock(name);
-          continue;
-        }
-        removeIfStaleTemp(name, now, STALE_TEMP_AGE_MS);
-      }
+      for (const name of entryNames()) removeIfStaleTemp(name, now, STALE_TEMP_AGE_MS);
       sweepPushTemps(now);
     } catch {
       // An unreadable directory shows up as an error of the call itself.
@@ -298,7 +301,6 @@ export class DirStore {
       lock = this.lock(lockName);
       const opened = openRecordForSave(recordName);
       inPlace = opened.file;
-      const record = settled(opened.record);
       let found;
       try {
         const stat = root().statAt(NO_FOLLOW, name);
@@ -309,7 +311,13 @@ export class DirStore {
         if (errorCode(e) !== 'no-entry') throw ioError('replace', name, e);
         found = null;
       }
-      const current = found === null ? null : versionOf(record, found);
+      // Under the lock no one writes the record, so one that does not read whole was torn by a
+      // crash or a disk fault: the Task's version is unknown, and counting from 1 again would
+      // let an old conditional save win. Nothing is written until someone looks. (Lock-free
+      // reads count it as none: there it is most likely a save writing it in place at that very
+      // moment.)
+      if (opened.record === UNSETTLED && found !== null) throw corrupt(recordName, RECORD_TORN);
+      const current = found === null ? null : versionOf(opened.record, found);
       if (!expected.holds(current)) {
         const what = current === null ? 'no task' : `version ${current}`;
         throw new StoreError(
@@ -327,16 +335,19 @@ export class DirStore {
         const stampNow = () => (found === null ? stampOf(lock.file.stat()) : stampApart(lock.file, found, first));
         stamp = stampNow();
         if (this.durable) lock.file.syncData();
-        // Breakers age a lock by its modification time, which the flush did not move: after a
-        // slow flush the lock is renewed (its first byte written again, which moves its time to
-        // now), so a loaded disk alone does not
-        // make the save give up. The new time is not flushed: a power loss before the file
-        // system writes it back leaves the old one, and the Task then reads one version past
-        // the record, never older than it is.
+        // Waiters break a lock they saw unchanged for a lease, and the flush did not change it:
+        // after a slow flush the lock is renewed (its first byte written again, which moves its
+        // time to now), so a loaded disk alone does not make the save give up. A flush that
+        // outlasted the whole lease may have had the lock broken and taken meanwhile: the lock
+        // is renewed first and then looked at, and if it is no longer ours the save gives up
+        // here, before it writes the record another writer's save relies on. The new time is
+        // not flushed: a power loss before the file system writes it back leaves the old one,
+        // and the Task then reads one version past the record, never older than it is.
         if ((monotonicNs() - lock.acquired) * 4n > BigInt(this.leaseMs) * MS) {
           const renewed = monotonicNs();
           writeAll(lock.file, first, lockName); // the same byte: the time moves to now
           stamp = stampNow();
+          if (!isOurs(lock)) throw lockLost(lock, this.leaseMs);
           lock.acquired = renewed;
         }
       } catch (e) {
@@ -372,8 +383,7 @@ export class DirStore {
         temps.shift();
       }
       this.checkHeld(lock);
-      renameInto(lockName, name);
-      lock.renamed = true;
+      this.renameOver(lock, name, stamp);
       if (this.durable) {
         if (inPlace !== null) {
           try {
@@ -444,6 +454,9 @@ export class DirStore {
     const { record: recordName, lock: lockName } = sideNames(name);
     const lock = this.lock(lockName);
     try {
+      // The last check before the Task file goes: a lock broken (and perhaps taken by a save)
+      // meanwhile is not ours to delete under.
+      this.checkHeld(lock);
       let existed = true;
       try {
         root().unlinkFileAt(name);
@@ -463,14 +476,21 @@ export class DirStore {
 
   /**
    * Takes the lock `name`: a file created exclusively and kept open (a save writes its Task
-   * text into it). A lock whose file was last changed longer than the lease ago was left by a
-   * crashed writer and is broken. Waits (backing off from 0.2 ms up to 20 ms) while a live
-   * writer holds it, at most three leases.
+   * text into it). Waits (backing off from 0.2 ms up to 20 ms) while another writer holds it, at
+   * most three leases.
+   *
+   * A lock is broken only when this waiter has seen it unchanged (`look`: the same file, length
+   * and modification time) for longer than the lease, by its own monotonic clock: a live writer
+   * renews its lock, which changes it. Never by the file's modification time against the wall
+   * clock, which a clock stepped back (a crashed writer's lock blocking its Task for as long as
+   * the step) or forward (every live lock broken) makes wrong.
    */
   lock(name) {
     const started = monotonicNs();
     const leaseNs = BigInt(this.leaseMs) * MS;
     let pause = FIRST_PAUSE_NS;
+    // The lock another writer holds as this waiter first saw it unchanged, and since when.
+    let watched = null;
     for (;;) {
       let file = null;
       try {
@@ -487,9 +507,22 @@ export class DirStore {
         }
         return { name, file, identity, acquired: monotonicNs(), renamed: false };
       }
-      if (this.isStale(name)) {
-        this.breakLock(name);
-        continue;
+      let seen = null;
+      try {
+        seen = this.look(name);
+      } catch (e) {
+        if (errorCode(e) === 'no-entry') continue; // released meanwhile: create it now
+      }
+      if (seen === null) {
+        watched = null;
+      } else if (watched !== null && watched.seen === seen) {
+        if (monotonicNs() - watched.since > leaseNs) {
+          this.breakLock(name);
+          watched = null;
+          continue;
+        }
+      } else {
+        watched = { seen, since: monotonicNs() };
       }
       if (monotonicNs() - started > 3n * leaseNs) {
         throw new StoreError(
@@ -502,39 +535,40 @@ export class DirStore {
     }
   }
 
-  /** Whether what is at `name` (not followed) was last changed longer than the lease ago. */
-  isStale(name) {
-    let modified;
+  /**
+   * What is at the lock name `name` (not followed), as a waiter compares it from one look to the
+   * next, as one string: its identity where the host tells it (`metadata-hash-at`, as `isOurs`
+   * takes it), length and modification time. A live writer renewing its lock, or a new lock in
+   * its place, changes it. Throws the WASI error of a failed look (`no-entry`: released).
+   */
+  look(name) {
+    const stamp = stampOf(root().statAt(NO_FOLLOW, name));
+    let identity = '';
     try {
-      modified = mtimeMs(root().statAt(NO_FOLLOW, name));
-    } catch {
-      return false;
+      identity = hashText(root().metadataHashAt(NO_FOLLOW, name));
+    } catch (e) {
+      if (errorCode(e) === 'no-entry') throw e;
+      // Told by its stamp alone.
     }
-    if (modified === null) return false;
-    return wallNowMs() - modified > this.leaseMs;
+    return `${identity} ${stamp.size} ${stamp.mtimeNs}`;
   }
 
   /**
-   * Breaks a stale lock: moves it aside (one breaker wins the rename) and removes it if what
-   * it moved is still stale; a lock that is not (the stale one was broken and retaken
-   * meanwhile) is put back.
+   * Breaks a lock seen unchanged for longer than the lease: moves it aside (one breaker wins
+   * the rename; a host that fences its components' locks refuses to move one a live writer
+   * holds, and then nothing is done) and removes what it moved, whatever it turns out to be. If
+   * a newer lock replaced the stale one between the look and the rename, its writer finds its
+   * lock gone at its next check and gives up, having changed nothing. A lock is never put back:
+   * that could replace a lock taken meanwhile, and then two writers would both win one version.
    */
   breakLock(name) {
     const aside = TEMP_PREFIX + randomHex();
     try {
       root().renameAt(name, root(), aside);
     } catch {
-      return; // gone already
+      return; // gone already, or refused: the waiter goes on waiting
     }
-    if (this.isStale(aside)) {
-      removeQuietly(aside);
-    } else {
-      try {
-        root().renameAt(aside, root(), name);
-      } catch {
-        // Left aside: the sweep removes it in an hour.
-      }
-    }
+    removeQuietly(aside); // if this fails it stays aside, and a sweep removes it in an hour
   }
 
   /** Fails unless `lock` was taken less than half the lease ago (no one may have broken it). */
@@ -550,6 +584,35 @@ export class DirStore {
   checkHeld(lock) {
     this.checkYoung(lock);
     if (!isOurs(lock)) throw lockLost(lock, this.leaseMs);
+  }
+
+  /**
+   * Renames the lock (holding the Task text, whose stamp is `stamp`) over `target`: the save's
+   * one change of the Task file, which releases the lock. Then checks that `target` is the file
+   * this save wrote: a writer that outlived its lease between its last check and the rename may
+   * have moved another writer's newer lock there, and that save must not be acknowledged
+   * (nothing is undone: the other writer's save fails at its own checks).
+   */
+  renameOver(lock, target, stamp) {
+    renameInto(lock.name, target);
+    lock.renamed = true;
+    let installed = false;
+    try {
+      if (lock.identity !== null) {
+        installed = hashText(root().metadataHashAt(NO_FOLLOW, target)) === lock.identity;
+      } else {
+        const there = stampOf(root().statAt(NO_FOLLOW, target));
+        installed = there.size === stamp.size && there.mtimeNs === stamp.mtimeNs;
+      }
+    } catch {
+      // Not there: not ours either.
+    }
+    if (installed) return;
+    throw new StoreError(
+      'io',
+      `cannot save under lock ${ROOT}${lock.name}: the lock was broken before this save's rename, ` +
+        "which moved another writer's lock over the Task file; this save is not acknowledged",
+    );
   }
 
   /** Releases a lock a save did not rename over its Task file: removed if it is still ours. */

@@ -17,8 +17,9 @@ export const STALE_TEMP_AGE_MS = 60 * 60 * 1000;
 /** The largest Task file read; a larger one is corrupt, never read into memory. */
 export const MAX_TASK_FILE_BYTES = 64 * 1024 * 1024;
 /**
- * How long (milliseconds) a writer's lock on one Task stands before another writer may break
- * it; `configure(lock-lease-ms)` changes it. A writer gives up a save after half of it.
+ * How long (milliseconds) another writer must see a writer's lock on one Task unchanged, by its
+ * own monotonic clock, before it may break it; `configure(lock-lease-ms)` changes it. A writer
+ * gives up a save after half of it.
  */
 export const DEFAULT_LOCK_LEASE_MS = 4_000;
 export const MIN_LOCK_LEASE_MS = 10;

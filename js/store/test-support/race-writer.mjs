@@ -2,9 +2,9 @@
 //
 //   node race-writer.mjs <dir> <id> <saves> <condition: any|absent|<version>>
 //
-// Waits until <dir>/go exists (so that all writers start together), then saves the Task <id>
-// <saves> times with the condition and prints one JSON line per save: `{"ok":"<version>"}` or
-// `{"err":"<tag>","current":"<version>"|null}`.
+// Prints `{"ready":true}` once loaded, waits until <dir>/go exists (so that all writers start
+// together), then saves the Task <id> <saves> times with the condition and prints one JSON line
+// per save: `{"ok":"<version>"}` or `{"err":"<tag>","current":"<version>"|null}`.
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,6 +16,7 @@ const wanted =
   condition === 'any' || condition === 'absent'
     ? { tag: condition }
     : { tag: 'version', val: BigInt(condition) };
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
 while (!existsSync(join(dir, 'go'))) await new Promise((r) => setTimeout(r, 2));
 for (let i = 0; i < Number(saves); i++) {
   const r = attempt(() => store.save(JSON.stringify({ id, writer: process.pid, i }), wanted));

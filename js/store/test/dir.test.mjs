@@ -22,6 +22,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { types as wasiFilesystem } from '@bytecodealliance/preview2-shim/filesystem';
 import { attempt, openInstance } from '../test-support/store.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -66,6 +68,52 @@ function expectedRecord(dir, name, version, prev = null) {
 function age(path, seconds) {
   const t = Date.now() / 1000 - seconds;
   utimesSync(path, t, t);
+}
+
+/** A WIT result as text for a failed assertion (BigInts too). */
+const shown = (r) => JSON.stringify(r, (_, v) => (typeof v === 'bigint' ? `${v}n` : v));
+
+/** Blocks this thread for `ms` milliseconds (the store's calls are synchronous). */
+function block(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/** Another writer's file at `path`, put there as a lock is: by a rename. */
+function replaceByAnotherFile(path, text = 'someone else') {
+  writeFileSync(`${path}.other`, text);
+  renameSync(`${path}.other`, path);
+}
+
+/**
+ * A live holder of the lock file `path` in another thread (the store's waits block this one):
+ * it renews the lock every 10 ms, giving it the modification time `secondsAgo` before now (each
+ * a little later than the last), until the function it resolves to is called.
+ */
+async function keepChanging(path, secondsAgo) {
+  const stop = new SharedArrayBuffer(4);
+  const worker = new Worker(
+    `const { parentPort, workerData } = require('node:worker_threads');
+     const { utimesSync } = require('node:fs');
+     const stop = new Int32Array(workerData.stop);
+     let last = 0;
+     parentPort.postMessage('renewing');
+     while (Atomics.load(stop, 0) === 0) {
+       last = Math.max(Date.now() / 1000 - workerData.secondsAgo, last + 0.001);
+       utimesSync(workerData.path, last, last);
+       Atomics.wait(stop, 0, 0, 10);
+     }`,
+    { eval: true, workerData: { path, secondsAgo, stop } },
+  );
+  const exited = new Promise((resolve) => worker.once('exit', resolve));
+  await new Promise((resolve, reject) => {
+    worker.once('message', resolve);
+    worker.once('error', reject);
+  });
+  return async () => {
+    Atomics.store(new Int32Array(stop), 0, 1);
+    Atomics.notify(new Int32Array(stop), 0);
+    await exited;
+  };
 }
 
 test('saves count versions from 1; get returns the text with its version; delete forgets it', async () => {
@@ -123,7 +171,10 @@ test('a Task file the record does not describe is one version past it; no record
   writeFileSync(join(dir, '.~t.v'), '{"format":1,"vers');
   assert.equal(store.get('t').version, 1n);
   assert.deepEqual(names(dir), ['.~t.v', 't.json'], 'a read never takes the lock');
-  store.save(task('t', { v: 5 }), any);
+  // A save, holding the lock, refuses it (see the test of a torn record) until it is removed.
+  assert.equal(attempt(() => store.save(task('t', { v: 5 }), any)).err?.tag, 'corrupt');
+  rmSync(join(dir, '.~t.v'));
+  assert.equal(store.save(task('t', { v: 5 }), at(1)), 2n);
   const good = readFileSync(join(dir, '.~t.v'), 'utf8');
   assert.match(good, /"version":2,/);
   writeFileSync(join(dir, '.~t.v'), good.replace('"version":2,', '"version":9,'));
@@ -142,6 +193,41 @@ test('a Task file the record does not describe is one version past it; no record
   assert.equal(store.get('t'), undefined);
   assert.equal(store.save(task('t'), absent), 1n);
   assert.equal(readFileSync(join(dir, '.~t.v'), 'utf8'), expectedRecord(dir, 't.json', 1));
+});
+
+test('a version record that does not read whole under the lock is corrupt: saves refuse it, writing nothing', async () => {
+  // Under the lock no one writes the record, so a torn one was left by a crash or a disk fault:
+  // the Task's version is unknown, and counting from 1 again would let an old conditional save
+  // win. A reader without the lock still counts it as none.
+  const dir = tempDir();
+  const { store } = await openInstance(dir);
+  for (const n of [1, 2, 3]) assert.equal(store.save(task('t', { n }), any), BigInt(n));
+  const good = readFileSync(join(dir, '.~t.v'), 'utf8');
+  assert.match(good, /"version":3,/);
+  const torn = good.replace('"version":3,', '"version":9,'); // its check fails
+  writeFileSync(join(dir, '.~t.v'), torn);
+  const text = readFileSync(join(dir, 't.json'), 'utf8');
+  for (const condition of [any, at(1)]) {
+    const r = attempt(() => store.save(task('t', { n: 'lost' }), condition));
+    assert.equal(r.err?.tag, 'corrupt', shown(r));
+    assert.equal(
+      r.err.val,
+      "corrupt task file /.~t.v: the version record does not read whole, so the Task's version is unknown; " +
+        'remove it to count versions from 1 again',
+    );
+    assert.equal(readFileSync(join(dir, '.~t.v'), 'utf8'), torn, 'the record is left as it is');
+    assert.equal(readFileSync(join(dir, 't.json'), 'utf8'), text, 'the Task is left as it is');
+    assert.deepEqual(names(dir), ['.~t.v', 't.json'], 'no lock left, no temp file');
+  }
+  assert.deepEqual(store.get('t'), { task: text, version: 1n }, 'a read counts it as none');
+  rmSync(join(dir, '.~t.v'));
+  assert.equal(store.save(task('t', { n: 4 }), any), 2n, 'counted from 1 again once it is removed');
+  assert.deepEqual(store.get('t'), { task: task('t', { n: 4 }), version: 2n });
+  // Without a Task file a torn record describes nothing: the Task is new, version 1.
+  writeFileSync(join(dir, '.~t.v'), torn);
+  rmSync(join(dir, 't.json'));
+  assert.equal(store.save(task('t', { n: 5 }), absent), 1n);
+  assert.deepEqual(store.get('t'), { task: task('t', { n: 5 }), version: 1n });
 });
 
 test('conditional saves hold or conflict with the current version, and a conflict changes nothing', async () => {
@@ -179,19 +265,28 @@ test('conditional saves hold or conflict with the current version, and a conflic
 
 test('a live lock makes a save wait for three leases, then fail with io naming it, changing nothing', async () => {
   const dir = tempDir();
-  const { store, catalog } = await openInstance(dir, [['lock-lease-ms', '60']]);
+  // A 400 ms lease against a renewal every 10 ms: the holder would have to stall for 40 of them
+  // (a loaded machine) before the waiter could see the lock unchanged for a lease.
+  const { store, catalog } = await openInstance(dir, [['lock-lease-ms', '400']]);
   store.save(task('l', { n: 1 }), any);
   writeFileSync(join(dir, '.~l.l'), 'ffffffffffffffffffffffffffffffff');
-  // Modified an hour from now: never older than the lease while the save waits, as a live
-  // writer's lock is not.
-  age(join(dir, '.~l.l'), -3600);
-  const started = Date.now();
-  const r = attempt(() => store.save(task('l', { n: 2 }), any));
-  const waited = Date.now() - started;
-  assert.equal(r.err?.tag, 'io', JSON.stringify(r));
-  assert.match(r.err.val, /^cannot lock \/\.~l\.l: another writer kept the task locked for over 180ms$/);
-  assert.ok(waited >= 180, `waited ${waited} ms`);
-  assert.equal(attempt(() => catalog.delete('l')).err?.tag, 'io', 'delete waits for the lock too');
+  // Its holder renews it: never unchanged for a lease while the save waits.
+  const stop = await keepChanging(join(dir, '.~l.l'), 0);
+  let r;
+  let waited;
+  let deleted;
+  try {
+    const started = Date.now();
+    r = attempt(() => store.save(task('l', { n: 2 }), any));
+    waited = Date.now() - started;
+    deleted = attempt(() => catalog.delete('l'));
+  } finally {
+    await stop();
+  }
+  assert.equal(r.err?.tag, 'io', shown(r));
+  assert.match(r.err.val, /^cannot lock \/\.~l\.l: another writer kept the task locked for over 1200ms$/);
+  assert.ok(waited >= 1200, `waited ${waited} ms`);
+  assert.equal(deleted.err?.tag, 'io', 'delete waits for the lock too');
   assert.equal(readFileSync(join(dir, '.~l.l'), 'utf8'), 'ffffffffffffffffffffffffffffffff', 'not ours to remove');
   assert.deepEqual(store.get('l'), { task: task('l', { n: 1 }), version: 1n });
   assert.deepEqual(names(dir), ['.~l.l', '.~l.v', 'l.json'], 'temp files removed');
@@ -200,55 +295,242 @@ test('a live lock makes a save wait for three leases, then fail with io naming i
 test('a save whose flush outlasts half the lease renews its lock and succeeds', async () => {
   const dir = tempDir();
   const { DirStore } = await openInstance(dir);
-  // A disk that takes 300 ms more for every flush of a save's text, under a 400 ms lease.
+  // A disk that takes 1.5 s more for every flush of a save's text, under a 2 s lease: 30 ms of
+  // it real (so the renewal moves the lock's time), the rest by moving back when the lock was
+  // taken. After the renewal the save has half the lease, 1 s, for its few remaining steps.
   class SlowDisk extends DirStore {
     lock(name) {
       const lock = super.lock(name);
       const syncData = lock.file.syncData.bind(lock.file);
       lock.file.syncData = () => {
         syncData();
-        Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 300);
+        block(30);
+        lock.acquired -= 1470n * 1_000_000n;
       };
       return lock;
     }
   }
-  const s = new SlowDisk(true, 400);
+  const s = new SlowDisk(true, 2000);
   assert.equal(s.save(task('slow', { n: 1 })), 1n);
   assert.equal(s.save(task('slow', { n: 2 })), 2n, 'renewed, not given up');
-  const store = new DirStore(true, 400);
+  const store = new DirStore(true, 2000);
   assert.deepEqual(store.get('slow'), { text: task('slow', { n: 2 }), version: 2n });
   assert.equal(store.save(task('slow', { n: 3 }), at(2)), 3n, 'the record describes the renewed file');
   assert.deepEqual(names(dir), ['.~slow.v', 'slow.json']);
 });
 
-test('a lock older than the lease is broken and the save goes ahead', async () => {
+test('a dead lock seen unchanged for a lease is broken and the save goes ahead', async () => {
   const dir = tempDir();
-  const { store, catalog } = await openInstance(dir, [['lock-lease-ms', '1000']]);
+  const { store, catalog } = await openInstance(dir, [['lock-lease-ms', '400']]);
   store.save(task('s', { n: 1 }), any);
   writeFileSync(join(dir, '.~s.l'), '0123456789abcdef0123456789abcdef');
   age(join(dir, '.~s.l'), 2);
+  const started = Date.now();
   assert.equal(store.save(task('s', { n: 2 }), at(1)), 2n);
+  assert.ok(Date.now() - started >= 400, 'watched for a lease first');
   assert.deepEqual(names(dir), ['.~s.v', 's.json'], 'the stale lock is gone, nothing left aside');
   writeFileSync(join(dir, '.~s.l'), '');
-  age(join(dir, '.~s.l'), 2);
   assert.equal(catalog.delete('s'), true, 'delete breaks a stale lock too');
   assert.deepEqual(names(dir), []);
 });
 
-test('breaking a lock puts back a lock that was retaken meanwhile; unlock leaves others\' locks', async () => {
+test('a dead lock from the future is broken after one lease of the waiter\'s own clock', async () => {
+  // Its modification time an hour ahead (a clock stepped back since it was written): by the
+  // file's time against the wall clock it looked younger than the lease for an hour, and the
+  // Task could not be saved.
+  const dir = tempDir();
+  const { store } = await openInstance(dir, [['lock-lease-ms', '400']]);
+  store.save(task('f', { n: 1 }), any);
+  writeFileSync(join(dir, '.~f.l'), 'dead writer');
+  age(join(dir, '.~f.l'), -3600);
+  const started = Date.now();
+  assert.equal(store.save(task('f', { n: 2 }), at(1)), 2n);
+  const waited = Date.now() - started;
+  assert.ok(waited >= 400 && waited < 1200, `broken after one lease, before the three a waiter gives up at: ${waited} ms`);
+  assert.deepEqual(names(dir), ['.~f.v', 'f.json']);
+  assert.deepEqual(store.get('f'), { task: task('f', { n: 2 }), version: 2n });
+});
+
+test('a lock renewed with modification times long past is never broken', async () => {
+  // A live holder whose clock is far behind (or the waiter's stepped forward): by the file's
+  // time against the wall clock the lock looked stale at once and was broken under its writer.
+  const dir = tempDir();
+  const { store } = await openInstance(dir, [['lock-lease-ms', '400']]); // renewed every 10 ms
+  store.save(task('p', { n: 1 }), any);
+  writeFileSync(join(dir, '.~p.l'), 'live writer');
+  const stop = await keepChanging(join(dir, '.~p.l'), 3600);
+  let r;
+  try {
+    r = attempt(() => store.save(task('p', { n: 2 }), any));
+  } finally {
+    await stop();
+  }
+  assert.match(r.err?.val ?? '', /^cannot lock \/\.~p\.l: another writer kept the task locked for over 1200ms$/, shown(r));
+  assert.equal(readFileSync(join(dir, '.~p.l'), 'utf8'), 'live writer', 'not broken');
+  assert.deepEqual(store.get('p'), { task: task('p', { n: 1 }), version: 1n });
+});
+
+test('breaking a lock never puts one back: a fresh lock moved aside is removed, and the waiter takes the lock', async () => {
+  // Between the waiter's last look and its rename the stale lock is broken by another writer,
+  // which takes the lock afresh: the rename moves that fresh lock aside. Putting it back could
+  // replace a lock taken meanwhile (two writers winning one version); it is removed, and its
+  // writer finds its lock gone at its next check.
+  const dir = tempDir();
+  const { DirStore } = await openInstance(dir);
+  const afterBreak = [];
+  class Raced extends DirStore {
+    breakLock(name) {
+      replaceByAnotherFile(join(dir, name), 'fresh lock');
+      super.breakLock(name);
+      afterBreak.push(names(dir));
+    }
+  }
+  writeFileSync(join(dir, '.~b.l'), 'dead writer');
+  const s = new Raced(true, 400);
+  assert.equal(s.save(task('b'), absent), 1n, 'the waiter then takes the lock');
+  assert.deepEqual(afterBreak, [[]], 'nothing put back, nothing left aside');
+  assert.deepEqual(names(dir), ['.~b.v', 'b.json']);
+  assert.deepEqual(s.get('b'), { text: task('b'), version: 1n });
+});
+
+test('a lock the host refuses to move is waited for, not broken', async () => {
+  // A host that fences its components' locks refuses to rename one a live writer holds (busy):
+  // the waiter does nothing and keeps waiting, then gives up after three leases.
+  const dir = tempDir();
+  const { DirStore } = await openInstance(dir);
+  const s = new DirStore(true, 50);
+  writeFileSync(join(dir, '.~h.l'), 'held');
+  const renameAt = wasiFilesystem.Descriptor.prototype.renameAt;
+  wasiFilesystem.Descriptor.prototype.renameAt = function (from, ...rest) {
+    if (from === '.~h.l') throw 'busy';
+    return renameAt.call(this, from, ...rest);
+  };
+  let r;
+  try {
+    r = attempt(() => s.save(task('h'), any));
+  } finally {
+    wasiFilesystem.Descriptor.prototype.renameAt = renameAt;
+  }
+  assert.equal(r.err?.tag, 'io', shown(r));
+  assert.match(r.err.message, /^cannot lock \/\.~h\.l/);
+  assert.deepEqual(names(dir), ['.~h.l']);
+});
+
+test('a slow flush renews, then checks, and a lock taken over meanwhile writes no record', async () => {
+  // The flush takes longer than a quarter lease, and meanwhile the lock was broken and taken by
+  // another writer. The save renews, then finds the lock is not its own and gives up before
+  // writing the record: checking only later, it wrote its record over the one the other
+  // writer's save relies on.
+  const dir = tempDir();
+  const { DirStore } = await openInstance(dir);
+  let flushes = 0;
+  class TakenOver extends DirStore {
+    lock(name) {
+      const lock = super.lock(name);
+      const syncData = lock.file.syncData.bind(lock.file);
+      lock.file.syncData = () => {
+        syncData();
+        flushes++;
+        block(150);
+        replaceByAnotherFile(join(dir, name));
+      };
+      return lock;
+    }
+  }
+  const s = new DirStore(true, 400);
+  assert.equal(s.save(task('s', { n: 1 })), 1n);
+  assert.equal(s.save(task('s', { n: 2 })), 2n);
+  const record = readFileSync(join(dir, '.~s.v'));
+  const slow = new TakenOver(true, 400);
+  assert.throws(
+    () => slow.save(task('s', { n: 3 })),
+    (e) => e.tag === 'io' && /^cannot save under lock \/\.~s\.l: .*taken over; nothing was saved$/.test(e.message),
+  );
+  assert.equal(flushes, 1);
+  assert.deepEqual(readFileSync(join(dir, '.~s.v')), record, 'the record was not rewritten');
+  assert.equal(readFileSync(join(dir, '.~s.l'), 'utf8'), 'someone else', 'not ours: left alone');
+  assert.deepEqual(s.get('s'), { text: task('s', { n: 2 }), version: 2n });
+});
+
+test('a rename that installs another writer\'s file over the Task is not acknowledged', async () => {
+  // A writer stalled between its last check and its rename outlived its lease: the lock was
+  // broken and taken by another writer, and the rename moves that writer's file over the Task
+  // file. The save fails, told by identity or, where that cannot be told, by stamp.
+  const dir = tempDir();
+  const { DirStore } = await openInstance(dir);
+  for (const withoutIdentity of [false, true]) {
+    class Stalled extends DirStore {
+      lock(name) {
+        const lock = super.lock(name);
+        if (withoutIdentity) lock.identity = null;
+        return lock;
+      }
+      checkHeld(lock) {
+        super.checkHeld(lock);
+        replaceByAnotherFile(join(dir, lock.name));
+      }
+    }
+    const s = new DirStore(true, 400);
+    assert.equal(s.save(task('r', { n: 1 })), 1n);
+    assert.throws(
+      () => new Stalled(true, 400).save(task('r', { n: 2 })),
+      (e) =>
+        e.tag === 'io' &&
+        /^cannot save under lock \/\.~r\.l: .*this save is not acknowledged$/.test(e.message),
+      `without identity: ${withoutIdentity}`,
+    );
+    assert.equal(readFileSync(join(dir, 'r.json'), 'utf8'), 'someone else');
+    assert.deepEqual(names(dir), ['.~r.v', 'r.json']);
+    rmSync(join(dir, 'r.json'));
+    rmSync(join(dir, '.~r.v'));
+  }
+});
+
+test('a delete whose lock was taken over or held past half its lease removes nothing', async () => {
+  // The delete checks its lock is still its own, and young, right before it removes the Task
+  // file: a lock broken (and perhaps taken by a save) meanwhile is not its to delete under.
+  const dir = tempDir();
+  const { DirStore, pushConfigs } = await openInstance(dir);
+  const s = new DirStore(true, 400);
+  assert.equal(s.save(task('d')), 1n);
+  pushConfigs.set('d', JSON.stringify({ id: 'c', url: 'https://example.com/c' }));
+  const text = readFileSync(join(dir, 'd.json'), 'utf8');
+  const record = readFileSync(join(dir, '.~d.v'), 'utf8');
+  for (const [how, lose, left] of [
+    ['taken over', (lock) => replaceByAnotherFile(join(dir, lock.name)), ['.push', '.~d.l', '.~d.v', 'd.json']],
+    ['held too long', (lock) => (lock.acquired -= 300n * 1_000_000n), ['.push', '.~d.v', 'd.json']],
+  ]) {
+    class Lost extends DirStore {
+      lock(name) {
+        const lock = super.lock(name);
+        lose(lock);
+        return lock;
+      }
+    }
+    const r = attempt(() => new Lost(true, 400).delete('d'));
+    assert.equal(r.err?.tag, 'io', `${how}: ${shown(r)}`);
+    assert.match(r.err.message, /^cannot save under lock \/\.~d\.l: the lock was held past half its lease \(200ms\) or taken over; nothing was saved$/);
+    assert.equal(readFileSync(join(dir, 'd.json'), 'utf8'), text, how);
+    assert.equal(readFileSync(join(dir, '.~d.v'), 'utf8'), record, how);
+    assert.equal(pushConfigs.list('d').length, 1, `${how}: its push configs stay`);
+    assert.deepEqual(names(dir), left, `${how}: only the delete's own lock is removed`);
+    rmSync(join(dir, '.~d.l'), { force: true });
+  }
+  assert.equal(s.delete('d'), true);
+  assert.deepEqual(pushConfigs.list('d'), []);
+  assert.deepEqual(names(dir).filter((n) => n !== '.push'), []);
+});
+
+test('breaking a lock removes whatever it moved aside; unlock leaves others\' locks', async () => {
   const dir = tempDir();
   const { DirStore } = await openInstance(dir);
   const s = new DirStore(true, 1000);
-  // Aside, a lock changed within the lease is not stale (retaken since it was judged stale).
+  // Whatever it moves aside is removed, however young: never put back.
   writeFileSync(join(dir, '.~x.l'), 'new-owner');
   s.breakLock('.~x.l');
-  assert.deepEqual(names(dir), ['.~x.l']);
-  assert.equal(readFileSync(join(dir, '.~x.l'), 'utf8'), 'new-owner');
-  age(join(dir, '.~x.l'), 2);
-  s.breakLock('.~x.l');
   assert.deepEqual(names(dir), []);
   s.breakLock('.~x.l');
-  assert.deepEqual(names(dir), []);
+  assert.deepEqual(names(dir), [], 'gone already: nothing to do');
 
   const lock = s.lock('.~y.l');
   assert.equal(readFileSync(join(dir, '.~y.l'), 'utf8'), '', 'a lock is an empty file until a save writes into it');
@@ -269,7 +551,9 @@ test('breaking a lock puts back a lock that was retaken meanwhile; unlock leaves
   assert.deepEqual(names(dir), []);
 });
 
-test('the first call sweeps stale temp files and breaks stale locks, keeping young ones', async () => {
+test('the first call sweeps stale temp files, keeping young ones and every lock', async () => {
+  // One look cannot tell a crashed writer's lock from a live one's: the sweep leaves locks to
+  // the next save of their Task, which breaks a dead one after a lease.
   const dir = tempDir();
   const stale = '.tmp-00000000000000000000000000000001';
   const fresh = '.tmp-00000000000000000000000000000002';
@@ -280,7 +564,7 @@ test('the first call sweeps stale temp files and breaks stale locks, keeping you
   age(join(dir, '.other'), 2 * 3600);
   age(join(dir, '.~old.l'), 20);
   await openInstance(dir);
-  assert.deepEqual(names(dir), ['.other', fresh, '.~young.l', 'keep.json']);
+  assert.deepEqual(names(dir), ['.other', fresh, '.~old.l', '.~young.l', 'keep.json']);
 });
 
 test('list: newest status timestamp first, ties by id, untimed last; filters, pages, total size', async () => {
@@ -407,28 +691,39 @@ test('configure: durability and lock-lease-ms are checked; unknown names are ign
   assert.deepEqual(r, { err: { tag: 'invalid-input', val: 'task "id" is an empty string' } });
 });
 
-/** Runs `count` writer processes at once; each line they print, parsed. */
+/** Runs `count` writer processes at once; each line they print of their saves, parsed. */
 async function race(dir, count, id, saves, condition) {
   const script = join(here, '../test-support/race-writer.mjs');
   const children = [];
+  const loaded = [];
   for (let i = 0; i < count; i++) {
     const child = spawn(process.execPath, [script, dir, id, String(saves), condition], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
-    child.stdout.on('data', (chunk) => (out += chunk));
+    let ready;
+    loaded.push(new Promise((resolve) => (ready = resolve)));
+    child.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) ready();
+    });
     children.push(
       new Promise((resolve, reject) => {
         child.on('error', reject);
-        child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`writer exited with ${code}`))));
+        child.on('close', (code) => {
+          ready(); // one that exits before it is ready fails below
+          code === 0 ? resolve(out) : reject(new Error(`writer exited with ${code}`));
+        });
       }),
     );
   }
-  // Let every writer load, then start them together.
-  await new Promise((r) => setTimeout(r, 1500));
+  // Every writer loaded (its first line printed), then all started together.
+  await Promise.all(loaded);
   writeFileSync(join(dir, 'go'), '');
   const outputs = await Promise.all(children);
-  return outputs.flatMap((out) => out.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)));
+  const lines = outputs.flatMap((out) => out.trim().split('\n').filter(Boolean).map((line) => JSON.parse(line)));
+  assert.equal(lines.filter((line) => line.ready).length, count, 'every writer was ready before the start');
+  return lines.filter((line) => !line.ready);
 }
 
 test('writers in separate processes: one conditional save per version wins, no save is lost', async () => {

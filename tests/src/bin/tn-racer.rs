@@ -11,6 +11,9 @@
 //!
 //! `LEASE_MS` is the Task lock lease (file and component stores), so a test that kills racers
 //! need not wait out the 10 s default.
+//!
+//! `ATTEMPTS` `delete` deletes the Task once instead, and prints `deleted <true|false>` once the
+//! store acknowledged it.
 
 use serde_json::json;
 use std::io::Write;
@@ -25,7 +28,11 @@ async fn main() {
         std::process::exit(2);
     };
     let gated = rest.first().is_some_and(|a| a == "gate");
-    let attempts: u64 = attempts.parse().expect("ATTEMPTS is a number");
+    let delete = attempts == "delete";
+    let attempts: u64 = match delete {
+        true => 1,
+        false => attempts.parse().expect("ATTEMPTS is a number or delete"),
+    };
     let lease: u64 = lease_ms.parse().expect("LEASE_MS is a number");
     let store: std::sync::Arc<dyn TaskStore> = match selector.strip_prefix("file:") {
         Some(dir) => std::sync::Arc::new(
@@ -51,6 +58,12 @@ async fn main() {
         std::io::stdin()
             .read_line(&mut go)
             .unwrap_or_else(|e| fail(e));
+    }
+    if delete {
+        let existed = store.delete(id).await.unwrap_or_else(|e| fail(e));
+        writeln!(out, "deleted {existed}").unwrap();
+        out.flush().unwrap();
+        return;
     }
     let mut seq = 0;
     while attempts == 0 || seq < attempts {

@@ -27,5 +27,6 @@ mod quota;
 mod sandbox;
 mod selectors;
 mod server;
+mod stalls;
 mod state_spellings;
 mod stderr_log;

@@ -395,8 +395,12 @@ async fn server_outage_gives_typed_errors_then_recovers_losing_nothing() {
         ];
         for (call, result) in down.into_iter().enumerate() {
             let err = result.expect_err("the server is down");
+            // A write (calls 1 and 3) on a connection that broke once the write was on its way
+            // cannot say whether it was committed.
+            let write = call == 1 || call == 3;
             assert!(
-                matches!(err, StoreError::Unavailable { .. }),
+                matches!(err, StoreError::Unavailable { .. })
+                    || write && matches!(err, StoreError::OutcomeUnknown { .. }),
                 "call {call} during a {mode} outage: {err}"
             );
             assert_eq!(err.blame(), Blame::Environment, "{err}");

@@ -25,6 +25,14 @@ pub enum DirError {
         file: PathBuf,
         source: io::Error,
     },
+    /// A save whose rename into place was done, whose flush then failed: the new text is in
+    /// place but may not survive a power loss, so whether the save took effect is unknown.
+    /// Read the Task again before saving again.
+    AfterRename {
+        op: &'static str,
+        file: PathBuf,
+        source: io::Error,
+    },
     /// A conditional save found something else stored than it expected; nothing was written.
     Conflict {
         id: String,
@@ -53,6 +61,12 @@ impl fmt::Display for DirError {
             DirError::Io { op, file, source } => {
                 write!(f, "cannot {op} {}: {source}", file.display())
             }
+            DirError::AfterRename { op, file, source } => write!(
+                f,
+                "cannot {op} {} after the save's rename ({source}): the save may or may not \
+                 survive a power loss; read the Task again before saving again",
+                file.display()
+            ),
             DirError::Conflict {
                 file,
                 expected,
@@ -87,7 +101,7 @@ impl std::error::Error for DirError {
             DirError::InvalidTask(e) => Some(e),
             DirError::Corrupt { .. } | DirError::Conflict { .. } => None,
             DirError::InvalidQuery(e) => Some(e),
-            DirError::Io { source, .. } => Some(source),
+            DirError::Io { source, .. } | DirError::AfterRename { source, .. } => Some(source),
         }
     }
 }

@@ -1,17 +1,25 @@
 //! The per-Task lock file `.~<stem>.l`: created exclusively, held for at most half its lease,
-//! broken by another writer once it is older than the lease (its writer crashed), and renamed
-//! over the Task file by the save that holds it, which installs the Task and releases the lock
-//! in one step. A save writes its Task text into the lock it holds.
+//! broken by another writer once it has seen it unchanged for a whole lease (its writer
+//! crashed), and renamed over the Task file by the save that holds it, which installs the Task
+//! and releases the lock in one step. A save writes its Task text into the lock it holds.
+//!
+//! Where the platform has kernel locks (natively on Unix; for components, a host that fences
+//! their exclusive creates), the writer also holds the lock file's kernel lock, and a lock whose
+//! kernel lock is held is never broken: a writer paused for any time (SIGSTOP, a frozen VM, a
+//! system call stalled on a saturated disk) keeps its lock. Without kernel locks the lease alone
+//! guards it, and every late act of a writer that outlived its lease is checked for: ownership
+//! after a renewal, before the record and before the rename, and after the rename that the Task
+//! file is the file this save wrote (`docs/on-disk-format.md`, "The lease").
 
 use super::error::DirError;
 use super::options::Durability;
 use super::platform::{self, Writer};
-use super::stat::Stamp;
+use super::stat::{Fenced, LockLook, Seen, Stamp};
 use super::temp;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 /// A held lock: its file, kept open (a save writes its Task text into it).
 pub(super) struct Lock {
@@ -21,7 +29,8 @@ pub(super) struct Lock {
     /// The lock file's identity (device and inode), if it could be told when it was created.
     pub(super) identity: Option<(u64, u64)>,
     /// Open until the lock is released, so that no other file can be given its identity: the
-    /// name still naming that identity means the lock is still ours.
+    /// name still naming that identity means the lock is still ours. Natively it also holds
+    /// the file's kernel lock.
     file: Writer,
     /// Renamed over its Task file by the save: released, nothing left to remove.
     renamed: bool,
@@ -31,29 +40,54 @@ pub(super) struct Lock {
     slow_flush: Duration,
 }
 
+/// The first pause of a writer waiting for a lock, and the longest.
+const FIRST_PAUSE: Duration = Duration::from_micros(200);
+const MAX_PAUSE: Duration = Duration::from_millis(20);
+
 impl Lock {
     /// Takes the lock at `path`, whose lease is `lease`: a file created exclusively (and kept
-    /// open). A lock whose file was last changed longer than the lease ago was left by a
-    /// crashed writer and is broken. Waits (backing off up to 20 ms) while a live writer holds
-    /// it, at most three leases.
-    pub(super) fn take(path: PathBuf, lease: Duration) -> Result<Lock, DirError> {
+    /// open, with its kernel lock where there are kernel locks). Waits (backing off up to
+    /// 20 ms) while another writer holds it, at most three leases.
+    ///
+    /// A lock is broken only when no live writer holds its kernel lock and this waiter has seen
+    /// it unchanged (the same file, length and modification time) for longer than the lease, by
+    /// its own monotonic clock: never by the file's modification time against the wall clock,
+    /// which a clock stepped back or forward would make wrong by the size of the step.
+    ///
+    /// `fence` is false only in tests of what the lease alone guarantees: no kernel lock is
+    /// taken, and others' are ignored.
+    pub(super) fn take(path: PathBuf, lease: Duration, fence: bool) -> Result<Lock, DirError> {
         let started = Instant::now();
-        let mut pause = Duration::from_micros(200);
+        let mut pause = FIRST_PAUSE;
+        // The lock another writer holds as this waiter first saw it unchanged, and since when.
+        let mut watched: Option<(Seen, Instant)> = None;
         loop {
             match platform::create_new(&path) {
                 Ok(file) => {
-                    return Ok(Lock {
-                        identity: file.identity(),
-                        path,
-                        lease,
-                        acquired: Instant::now(),
-                        file,
-                        renamed: false,
-                        #[cfg(test)]
-                        slow_flush: Duration::ZERO,
-                    });
+                    if let Some(lock) = Self::fenced(path.clone(), lease, file, fence) {
+                        return Ok(lock);
+                    }
                 }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                    let look = match fence {
+                        true => platform::look_at_lock(&path),
+                        false => look_ignoring_kernel_locks(&path),
+                    };
+                    match look {
+                        Ok(LockLook::Gone) => continue,
+                        Ok(LockLook::Live) | Err(_) => watched = None,
+                        Ok(LockLook::Unfenced(seen, hold)) => match watched {
+                            Some((before, since)) if before == seen => {
+                                if since.elapsed() > lease {
+                                    break_lock(&path, seen, hold);
+                                    watched = None;
+                                    continue;
+                                }
+                            }
+                            _ => watched = Some((seen, Instant::now())),
+                        },
+                    }
+                }
                 Err(source) => {
                     return Err(DirError::Io {
                         op: "create lock",
@@ -61,10 +95,6 @@ impl Lock {
                         source,
                     });
                 }
-            }
-            if is_stale(&path, lease) {
-                break_lock(&path, lease);
-                continue;
             }
             if started.elapsed() > lease * 3 {
                 return Err(DirError::Io {
@@ -80,7 +110,37 @@ impl Lock {
                 });
             }
             std::thread::sleep(pause);
-            pause = (pause * 2).min(Duration::from_millis(20));
+            pause = (pause * 2).min(MAX_PAUSE);
+        }
+    }
+
+    /// The lock this writer just created at `path`, once it holds its kernel lock (where there
+    /// are kernel locks) and its name still names it: `None` if it lost it in between (it was
+    /// broken while this writer was paused between the create and the kernel lock), and then
+    /// nothing of it is touched.
+    fn fenced(path: PathBuf, lease: Duration, file: Writer, fence: bool) -> Option<Lock> {
+        let acquired = Instant::now();
+        while fence {
+            match file.fence() {
+                Fenced::Yes | Fenced::No => break,
+                // A waiter looking at the lock holds its kernel lock for a moment.
+                Fenced::Busy if acquired.elapsed() < lease / 4 => std::thread::yield_now(),
+                Fenced::Busy => return None,
+            }
+        }
+        let lock = Lock {
+            identity: file.identity(),
+            path,
+            lease,
+            acquired,
+            file,
+            renamed: false,
+            #[cfg(test)]
+            slow_flush: Duration::ZERO,
+        };
+        match lock.identity {
+            Some(_) if !lock.is_ours() => None,
+            _ => Some(lock),
         }
     }
 
@@ -162,12 +222,34 @@ impl Lock {
         Err(self.lost())
     }
 
-    /// Renames the lock (holding the Task text) over `target`: the save's one change of the
-    /// Task file, which releases the lock.
-    pub(super) fn rename_over(&mut self, target: &Path) -> io::Result<()> {
-        fs::rename(&self.path, target)?;
+    /// Renames the lock (holding the Task text, whose stamp is `stamp`) over `target`: the
+    /// save's one change of the Task file, which releases the lock. Then checks that `target`
+    /// is the file this save wrote: a writer that outlived its lease between its last check
+    /// and the rename (possible only without kernel locks) may have moved another writer's
+    /// newer lock there, and that save must not be acknowledged.
+    pub(super) fn rename_over(&mut self, target: &Path, stamp: Stamp) -> Result<(), DirError> {
+        fs::rename(&self.path, target).map_err(|source| DirError::Io {
+            op: "rename into",
+            file: target.to_path_buf(),
+            source,
+        })?;
         self.renamed = true;
-        Ok(())
+        let installed = match self.identity {
+            Some(mine) => platform::identity_at(target).is_ok_and(|there| there == mine),
+            None => platform::stamp_at(target).is_ok_and(|there| there == stamp),
+        };
+        if installed {
+            return Ok(());
+        }
+        Err(DirError::Io {
+            op: "save under lock",
+            file: self.path.clone(),
+            source: io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the lock was broken before this save's rename, which moved another writer's \
+                 lock over the Task file; this save is not acknowledged",
+            ),
+        })
     }
 
     /// Releases a lock a save did not rename over its Task file (a delete, a refused or failed
@@ -210,30 +292,46 @@ impl Lock {
     }
 }
 
-/// Whether what is at `path` (not followed) was last changed longer than `lease` ago.
-pub(super) fn is_stale(path: &Path, lease: Duration) -> bool {
-    let Ok(stamp) = platform::stamp_at(path) else {
-        return false;
-    };
-    let modified = SystemTime::UNIX_EPOCH
-        + Duration::from_nanos(u64::try_from(stamp.mtime_ns).unwrap_or_default());
-    SystemTime::now()
-        .duration_since(modified)
-        .is_ok_and(|age| age > lease)
+/// What is at the lock name `path`, as a writer that ignores kernel locks sees it: a lock that
+/// is there is `Unfenced`, held by nothing.
+fn look_ignoring_kernel_locks(path: &Path) -> io::Result<LockLook<platform::LookHold>> {
+    match platform::stamp_at(path) {
+        Ok(stamp) => {
+            let identity = platform::identity_at(path).ok();
+            Ok(LockLook::Unfenced(
+                Seen { identity, stamp },
+                Default::default(),
+            ))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(LockLook::Gone),
+        Err(e) => Err(e),
+    }
 }
 
-/// Breaks a stale lock: moves it aside (one breaker wins the rename) and removes it if what it
-/// moved is still stale; a lock that is not (the stale one was broken and retaken meanwhile) is
-/// put back.
-pub(super) fn break_lock(path: &Path, lease: Duration) {
-    let aside = temp::temp_path(path.parent().unwrap_or(Path::new("")));
-    if fs::rename(path, &aside).is_err() {
-        return; // gone already
+/// Breaks a lock seen unchanged (`seen`) for longer than the lease, whose kernel lock no live
+/// writer holds. Never puts a lock back: that could replace a lock taken meanwhile, and then
+/// two writers would both win one version.
+///
+/// - Natively (`hold` is the lock file with its kernel lock taken by this waiter), the name is
+///   removed if it still names that very file: no fenced writer can move it while the kernel
+///   lock is held.
+/// - Elsewhere it is moved aside (one breaker wins the rename; a host that fences its
+///   components' creates refuses to move one a live writer holds) and removed, whatever it
+///   turns out to be: if a newer lock replaced the stale one between the look and the rename,
+///   its writer finds its lock gone at its next check and gives up, having changed nothing.
+pub(super) fn break_lock(path: &Path, seen: Seen, hold: platform::LookHold) {
+    #[cfg(unix)]
+    if hold.is_some() {
+        let still = platform::identity_at(path).ok();
+        if still.is_some() && still == seen.identity {
+            let _ = fs::remove_file(path);
+        }
+        return;
     }
-    if is_stale(&aside, lease) {
+    let _ = (hold, seen);
+    let aside = temp::temp_path(path.parent().unwrap_or(Path::new("")));
+    if fs::rename(path, &aside).is_ok() {
         let _ = fs::remove_file(&aside);
-    } else {
-        let _ = fs::rename(&aside, path);
     }
 }
 

@@ -94,6 +94,17 @@ pub struct DirStore {
     /// slow disks only).
     #[cfg(test)]
     slow_flush: Duration,
+    /// Takes no kernel locks and ignores others' (tests of what the lease alone guarantees,
+    /// as on a platform without kernel locks).
+    #[cfg(test)]
+    lease_only: bool,
+    /// Runs between a save's last check of its lock and its rename (tests of a writer paused
+    /// there).
+    #[cfg(test)]
+    before_rename: Option<fn(&Path)>,
+    /// The directories push-config saves and deletes flushed (tests of what is made durable).
+    #[cfg(test)]
+    push_flushes: std::sync::Arc<std::sync::Mutex<Vec<PathBuf>>>,
 }
 
 /// The files of one Task: `<stem>.json`, and beside it its version record and its lock.
@@ -101,6 +112,20 @@ struct TaskFiles {
     task: PathBuf,
     record: PathBuf,
     lock: PathBuf,
+}
+
+/// Whether the upper-case spelling of the lower-case file name `probe` (whose identity is
+/// `mine`, where it can be told) names that same file: the file system folds case.
+fn folds_case(probe: &Path, mine: Option<(u64, u64)>) -> bool {
+    let name = probe
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let folded = probe.with_file_name(name.to_uppercase());
+    match platform::identity_at(&folded) {
+        Ok(there) => mine.is_none_or(|mine| mine == there),
+        Err(_) => mine.is_none() && platform::stamp_at(&folded).is_ok(),
+    }
 }
 
 /// The names beside a Task file `<stem>.json`: its version record and its lock.
@@ -120,6 +145,12 @@ impl DirStore {
             dir_flush: Default::default(),
             #[cfg(test)]
             slow_flush: Duration::ZERO,
+            #[cfg(test)]
+            lease_only: false,
+            #[cfg(test)]
+            before_rename: None,
+            #[cfg(test)]
+            push_flushes: Default::default(),
         }
     }
 
@@ -307,6 +338,10 @@ impl DirStore {
     pub fn delete(&self, id: &str) -> Result<bool, DirError> {
         let files = self.files_of(id)?;
         let lock = self.lock(files.lock.clone())?;
+        if let Err(lost) = lock.check_held() {
+            lock.release();
+            return Err(lost);
+        }
         let existed = match fs::remove_file(&files.task) {
             Ok(()) => true,
             Err(e) if e.kind() == io::ErrorKind::NotFound => false,
@@ -377,10 +412,12 @@ impl DirStore {
             saved
         };
         let (version, written_in_place) = saved?;
+        // The rename is done: a flush that fails now leaves the new text in place, perhaps not
+        // for good, so the outcome is said to be unknown rather than failed.
         if self.durability == Durability::Full {
             let flush_record = || match &written_in_place {
-                Some(file) => file.sync_data().map_err(|source| DirError::Io {
-                    op: "write",
+                Some(file) => file.sync_data().map_err(|source| DirError::AfterRename {
+                    op: "flush",
                     file: files.record.clone(),
                     source,
                 }),
@@ -388,7 +425,7 @@ impl DirStore {
             };
             self.dir_flush
                 .sync_with(&self.root, flush_record)?
-                .map_err(|source| DirError::Io {
+                .map_err(|source| DirError::AfterRename {
                     op: "sync directory",
                     file: self.root.clone(),
                     source,
@@ -430,6 +467,17 @@ impl DirStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => None,
             Err(source) => return Err(io_err("replace", &files.task, source)),
         };
+        // Under the lock no one writes the record, so one that does not read whole was torn
+        // by a crash or a disk fault: the version is unknown, and counting from 1 again would
+        // let an old compare-and-set win. Nothing is written until someone looks.
+        if let (RecordRead::Unsettled, Some(_)) = (record, found) {
+            return Err(DirError::Corrupt {
+                file: files.record.clone(),
+                reason: "the version record does not read whole, so the Task's version is \
+                         unknown; remove it to count versions from 1 again"
+                    .into(),
+            });
+        }
         let current = found.map(|stamp| Record::version_of(record, stamp));
         if !expect.holds(current) {
             return Err(DirError::Conflict {
@@ -479,8 +527,11 @@ impl DirStore {
             }
         };
         lock.check_held()?;
-        lock.rename_over(&files.task)
-            .map_err(|e| io_err("rename into", &files.task, e))?;
+        #[cfg(test)]
+        if let Some(pause) = self.before_rename {
+            pause(&lock.path);
+        }
+        lock.rename_over(&files.task, stamp)?;
         Ok((version, written_in_place))
     }
 
@@ -497,16 +548,49 @@ impl DirStore {
 
     /// Takes the lock at `path` (see [`Lock::take`]).
     fn lock(&self, path: PathBuf) -> Result<Lock, DirError> {
-        let lock = Lock::take(path, self.lease)?;
+        #[cfg(not(test))]
+        let lock = Lock::take(path, self.lease, true)?;
         #[cfg(test)]
-        let lock = lock.with_slow_flush(self.slow_flush);
+        let lock = Lock::take(path, self.lease, !self.lease_only)?.with_slow_flush(self.slow_flush);
         Ok(lock)
+    }
+
+    /// Fails if the directory's file system folds case (default macOS and Windows volumes):
+    /// there the Tasks `A` and `a` would share one Task file, one lock and one version record,
+    /// so that a save of one could be taken for the other's. Creates a temp file with a
+    /// lower-case name, looks for it under the upper-case spelling, and removes it.
+    pub fn check_case_sensitive(&self) -> Result<(), DirError> {
+        let probe = temp::temp_path(&self.root);
+        let io = |source| DirError::Io {
+            op: "probe",
+            file: probe.clone(),
+            source,
+        };
+        let created = platform::create_new(&probe).map_err(io)?;
+        let found = folds_case(&probe, created.identity());
+        drop(created);
+        let _ = fs::remove_file(&probe);
+        if !found {
+            return Ok(());
+        }
+        Err(DirError::Io {
+            op: "open",
+            file: self.root.clone(),
+            source: io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the directory's file system folds upper and lower case into one name, so Tasks \
+                 whose ids differ only in case would share one file, lock and version record; \
+                 use a directory on a case-sensitive file system",
+            ),
+        })
     }
 
     /// Removes temp files left by writers that crashed before their rename: those whose last
     /// change is older than `older_than`. Younger ones may belong to a live writer and stay.
-    /// Locks left by crashed writers (older than the lease) are broken too, and the temp files
-    /// of push-config saves in `.push/*/` swept the same way.
+    /// The temp files of push-config saves in `.push/*/` are swept the same way. Locks are
+    /// not: one look cannot tell a crashed writer's lock from a live one's (a lock is broken
+    /// only by a writer that watched it unchanged for a lease), and a lock is never read as a
+    /// Task; the next save of its Task breaks it.
     /// Returns how many temp files were removed; errors on single entries are skipped.
     pub fn sweep_temp_files(&self, older_than: Duration) -> Result<usize, DirError> {
         let entries = fs::read_dir(&self.root).map_err(|source| DirError::Io {
@@ -522,9 +606,6 @@ impl DirStore {
                 continue;
             };
             if name.starts_with(".~") && name.ends_with(".l") {
-                if lock::is_stale(&entry.path(), self.lease) {
-                    lock::break_lock(&entry.path(), self.lease);
-                }
                 continue;
             }
             // Anything else that is not a temp file stays: Task files, version records, the

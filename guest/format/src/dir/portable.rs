@@ -3,7 +3,7 @@
 //! be told (its stamp tells it instead), nothing is held across a rename and files get the
 //! modes the system gives them. Saves still share their directory flushes ([`DirFlush`]).
 
-use super::stat::{Refused, Stamp};
+use super::stat::{Fenced, LockLook, Refused, Seen, Stamp};
 pub(super) use super::std_meta::Opened;
 use super::std_meta::{kind_of, set_modified_after};
 pub(super) use super::std_meta::{stamp_at, stamp_of};
@@ -94,6 +94,30 @@ impl Writer {
     /// The file's stamp as it is now.
     pub(super) fn stamp(&self) -> io::Result<Stamp> {
         self.0.metadata().map(|meta| stamp_of(&meta))
+    }
+
+    /// No kernel locks are used here (the stores are tested on Linux only): the lease alone
+    /// guards the lock.
+    pub(super) fn fence(&self) -> Fenced {
+        Fenced::No
+    }
+}
+
+/// Nothing is held by a look at a lock.
+pub(super) type LookHold = ();
+
+/// What is at the lock name `path` ([`LockLook`]): its stamp, `Unfenced`.
+pub(super) fn look_at_lock(path: &Path) -> io::Result<LockLook<LookHold>> {
+    match fs::symlink_metadata(path) {
+        Ok(meta) => Ok(LockLook::Unfenced(
+            Seen {
+                identity: None,
+                stamp: stamp_of(&meta),
+            },
+            (),
+        )),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(LockLook::Gone),
+        Err(e) => Err(e),
     }
 }
 

@@ -40,9 +40,9 @@ impl DirStore {
         let file = dir.join(config_file_name(config_id)?);
         let mut attempt = 1;
         loop {
-            let created = self.make_push_dir(&dir)?;
+            self.make_push_dir(&dir)?;
             match temp::replace_by_temp(&dir, &file, text.as_bytes(), self.durability) {
-                Ok(()) => return self.flush_push_dir(&dir, created),
+                Ok(()) => return self.flush_push_dir(&dir, Parents::Too),
                 // The Task was deleted, its directory with it, since `make_push_dir`: a save
                 // after a delete keeps its config, so this one does too.
                 Err(DirError::Io { source, .. })
@@ -135,7 +135,7 @@ impl DirStore {
         let dir = self.push_dir_of(task_id)?;
         let file = dir.join(config_file_name(config_id)?);
         match fs::remove_file(&file) {
-            Ok(()) => self.flush_push_dir(&dir, false).map(|()| true),
+            Ok(()) => self.flush_push_dir(&dir, Parents::No).map(|()| true),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
             Err(source) => Err(DirError::Io {
                 op: "delete",
@@ -202,25 +202,26 @@ impl DirStore {
         Ok(self.root.join(PUSH_DIR).join(stem))
     }
 
-    /// Makes the Task's config directory (and `.push`) if missing, private like the root:
-    /// whether it was made here (its entry then needs a flush in its parents).
-    fn make_push_dir(&self, dir: &Path) -> Result<bool, DirError> {
+    /// Makes the Task's config directory (and `.push`) if missing, private like the root.
+    fn make_push_dir(&self, dir: &Path) -> Result<(), DirError> {
         if fs::symlink_metadata(dir).is_ok() {
-            return Ok(false);
+            return Ok(());
         }
         platform::create_private_dir(dir).map_err(|source| DirError::Io {
             op: "create directory",
             file: dir.to_path_buf(),
             source,
-        })?;
-        Ok(true)
+        })
     }
 
     /// Under full durability, flushes the Task's config directory after a rename or unlink in
-    /// it, and when it was just made, `.push` and the root too, so the new entries survive.
-    fn flush_push_dir(&self, dir: &Path, created: bool) -> Result<(), DirError> {
+    /// it, and after a save `.push` and the root too. Every saver flushes them, not only the
+    /// one that made the directories: a saver that finds them made by another, which has not
+    /// flushed them yet, must not be acknowledged for a config a power loss would take with
+    /// its directory's entry.
+    fn flush_push_dir(&self, dir: &Path, parents: Parents) -> Result<(), DirError> {
         self.sync(dir)?;
-        if created {
+        if parents == Parents::Too {
             self.sync(&self.root.join(PUSH_DIR))?;
             self.sync(&self.root)?;
         }
@@ -232,12 +233,21 @@ impl DirStore {
         if self.durability != Durability::Full {
             return Ok(());
         }
+        #[cfg(test)]
+        self.push_flushes.lock().unwrap().push(dir.to_path_buf());
         platform::sync_dir(dir).map_err(|source| DirError::Io {
             op: "sync directory",
             file: dir.to_path_buf(),
             source,
         })
     }
+}
+
+/// Whether a flush of a Task's config directory flushes its parents too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Parents {
+    Too,
+    No,
 }
 
 /// The name of the config file of `config_id` in its Task's directory: `<S(C)>.json`.

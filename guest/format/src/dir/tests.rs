@@ -11,7 +11,7 @@ mod reads_and_saves;
 mod versions;
 
 use super::record::{RECORD_LEN, Record, RecordRead};
-use super::stat::Stamp;
+use super::stat::{Seen, Stamp};
 use super::*;
 use std::fs::File;
 use std::sync::atomic::Ordering;

@@ -7,8 +7,13 @@
 //! flushes ([`DirFlush`]: group commit), a replaced Task file is held open across the rename
 //! that replaces it ([`look_for_replace`]), and every file it creates is its owner's alone
 //! ([`create_new`]).
+//!
+//! Locks are fenced here: the writer that creates a Task's lock holds a kernel lock on it
+//! (`flock`, through `std::fs::File::try_lock`) until it lets it go, and the kernel drops that
+//! lock when the process dies. A waiter that finds the kernel lock held knows a live writer has
+//! it, however long ago the file changed, and never breaks it ([`look_at_lock`]).
 
-use super::stat::{Kind, Refused, Stamp};
+use super::stat::{Fenced, Kind, LockLook, Refused, Seen, Stamp};
 pub(super) use super::std_meta::Opened;
 use super::std_meta::{kind_of, set_modified_after};
 pub(super) use super::std_meta::{stamp_at, stamp_of};
@@ -102,6 +107,60 @@ impl Writer {
     /// The file's stamp as it is now.
     pub(super) fn stamp(&self) -> io::Result<Stamp> {
         self.0.metadata().map(|meta| stamp_of(&meta))
+    }
+
+    /// Takes the kernel lock on the file, without waiting: `Fenced::Yes` once this writer holds
+    /// it, `Busy` while someone else does (a waiter looking at a lock holds it for a moment),
+    /// `No` where the file system keeps no such locks (the lease alone then guards the lock).
+    pub(super) fn fence(&self) -> Fenced {
+        match self.0.try_lock() {
+            Ok(()) => Fenced::Yes,
+            Err(fs::TryLockError::WouldBlock) => Fenced::Busy,
+            Err(fs::TryLockError::Error(_)) => Fenced::No,
+        }
+    }
+}
+
+/// What a waiter's look at a lock it could not create holds: the lock file, with its kernel
+/// lock taken, so that no other fenced writer moves it while the waiter decides
+/// (`None` where it could not be opened, or the file system keeps no kernel locks).
+pub(super) type LookHold = Option<File>;
+
+/// What is at the lock name `path`: nothing, a lock a live writer holds (its kernel lock is
+/// held), or a lock no one holds a kernel lock on, with what it looks like (its identity and
+/// stamp). Such a lock was left by a writer that died, or by one on a platform without kernel
+/// locks (a component under another host), which the lease alone guards; or its writer has
+/// just created it and not yet locked it, which is why a lock is broken only after it was seen
+/// unchanged for a whole lease.
+pub(super) fn look_at_lock(path: &Path) -> io::Result<LockLook<LookHold>> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(LockLook::Gone),
+        // A link or another kind of file under the lock's name: looked at, not opened.
+        Err(_) => {
+            return match fs::symlink_metadata(path) {
+                Ok(meta) => Ok(LockLook::Unfenced(seen_of(&meta), None)),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(LockLook::Gone),
+                Err(e) => Err(e),
+            };
+        }
+    };
+    let seen = seen_of(&file.metadata()?);
+    match file.try_lock() {
+        Ok(()) => Ok(LockLook::Unfenced(seen, Some(file))),
+        Err(fs::TryLockError::WouldBlock) => Ok(LockLook::Live),
+        Err(fs::TryLockError::Error(_)) => Ok(LockLook::Unfenced(seen, None)),
+    }
+}
+
+fn seen_of(meta: &fs::Metadata) -> Seen {
+    Seen {
+        identity: Some((meta.dev(), meta.ino())),
+        stamp: stamp_of(meta),
     }
 }
 

@@ -25,7 +25,7 @@
 //! replaced file open across a rename, and makes every file a component creates its owner's
 //! alone.
 
-use super::stat::{Kind, Refused, Stamp};
+use super::stat::{Fenced, Kind, LockLook, Refused, Seen, Stamp};
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -198,6 +198,28 @@ impl Writer {
     pub(super) fn stamp(&self) -> io::Result<Stamp> {
         Ok(stamp(&self.0.stat().map_err(to_io)?))
     }
+
+    /// No kernel locks through WASI: the lease guards a component's locks, and a host that
+    /// fences the files its components create exclusively (this project's does) keeps them
+    /// from being broken while the component holds them.
+    pub(super) fn fence(&self) -> Fenced {
+        Fenced::No
+    }
+}
+
+/// Nothing is held by a look at a lock.
+pub(super) type LookHold = ();
+
+/// What is at the lock name `path` ([`LockLook`]): no kernel locks here, so a lock that is there
+/// is `Unfenced`, with its stamp and identity (two host calls).
+pub(super) fn look_at_lock(path: &Path) -> io::Result<LockLook<LookHold>> {
+    let stamp = match stamp_at(path) {
+        Ok(stamp) => stamp,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(LockLook::Gone),
+        Err(e) => return Err(e),
+    };
+    let identity = identity_at(path).ok();
+    Ok(LockLook::Unfenced(Seen { identity, stamp }, ()))
 }
 
 /// The length and modification time (nanoseconds) of what `path` names, not followed: what

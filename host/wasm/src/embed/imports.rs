@@ -139,7 +139,9 @@ fn to_wit(err: StoreError) -> store::StoreError {
         | StoreError::TaskTooLarge { .. }
         | StoreError::Rejected { .. } => store::StoreError::InvalidInput(message),
         StoreError::Corrupt { .. } => store::StoreError::Corrupt(message),
-        StoreError::Io { .. } | StoreError::Unavailable { .. } => store::StoreError::Io(message),
+        StoreError::Io { .. }
+        | StoreError::Unavailable { .. }
+        | StoreError::OutcomeUnknown { .. } => store::StoreError::Io(message),
         _ => store::StoreError::Other(message),
     }
 }

@@ -222,6 +222,7 @@ impl<W: World> InstancePool<W> {
             deadline: CallDeadline::after(config.timeout, guest_clock),
             quota: self.disk.clone().map(QuotaState::new),
             inline: InlineState::default(),
+            fences: Default::default(),
             call_context: None,
             http: OutgoingHttp::new(Arc::clone(&config.outgoing_http)),
         };

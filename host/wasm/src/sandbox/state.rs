@@ -6,6 +6,7 @@
 use crate::sandbox::deadline::CallDeadline;
 use crate::sandbox::inline::InlineState;
 use crate::sandbox::memory::MemoryLimiter;
+use crate::sandbox::policy::fences::Fences;
 use crate::sandbox::policy::outgoing_http::{HasOutgoingHttp, OutgoingHttp};
 use crate::sandbox::policy::quota::QuotaState;
 use crate::sandbox::wasi_resources::WasiResources;
@@ -23,6 +24,8 @@ pub(crate) struct InstanceState {
     /// The pool's disk quota, for a read-write directory.
     pub(crate) quota: Option<QuotaState>,
     pub(crate) inline: InlineState,
+    /// The files the instance created exclusively and holds under their kernel locks.
+    pub(crate) fences: Fences,
     /// What the world's host functions need for the call in progress (an agent's run: where
     /// its updates go), set by the call itself and gone when the next call starts. Opaque
     /// here: the sandbox never looks inside, so it knows nothing of any world.

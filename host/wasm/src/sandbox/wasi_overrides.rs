@@ -6,9 +6,10 @@
 //! | `write`, `set-size` | never | quota charge |
 //! | `write-via-stream`, `append-via-stream` | never | quota-counted stream, written in place |
 //! | `read-via-stream` | — | stream read in place, counted as holding the file |
-//! | `open-at` | cached names; never a create or truncate | special files refused, private creates, quota |
+//! | `open-at` | cached names; never a create or truncate | special files refused, private creates, fenced exclusive creates, quota |
 //! | `create-directory-at` | never | quota charge |
-//! | `unlink-file-at`, `remove-directory-at`, `rename-at` | never | quota credit |
+//! | `unlink-file-at`, `remove-directory-at` | never | quota credit |
+//! | `rename-at` | never | refused for a file another writer holds (`policy::fences`), quota credit |
 //! | `sync` | never | shared directory flush (`sandbox::dir_sync`) |
 //! | `sync-data`, `set-times`, `set-times-at`, `read-directory`, `read-directory-entry` | never | — |
 //! | `read` | page cache only | read in place (`sandbox::direct_io`) |
@@ -279,6 +280,9 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
                         (result, false)
                     }
                 };
+                if let (Ok(file), true) = (&result, exclusive) {
+                    s.fences.fence_created(&s.wasi.table, file);
+                }
                 if let Some(quota) = &quota {
                     match (&result, before) {
                         (Ok(file), _) if creates && !private => {
@@ -350,6 +354,10 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
             Box::new(async move {
                 let s = cx.data_mut();
                 s.inline.refuse("rename-at")?;
+                // A file another writer holds under its kernel lock is not moved (`fences`).
+                let Ok(fenced) = s.fences.check_rename(&s.wasi.table, &fd, &old) else {
+                    return Ok((Err(ErrorCode::Busy),));
+                };
                 // What the destination held, if anything, is freed by the rename, unless it is
                 // the very file being renamed (a rename onto itself frees nothing).
                 let held = quota::hold_replaced(&s.wasi.table, &new_fd, &new);
@@ -363,7 +371,7 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
                 };
                 let result =
                     HostDescriptor::rename_at(&mut s.wasi.filesystem(), fd, old, new_fd, new).await;
-                drop(held);
+                drop((held, fenced));
                 if let (Ok(()), Some(quota), Some(bytes)) = (&result, &s.quota, replaced) {
                     quota.defer_credit(bytes);
                     quota::settle(quota, &mut s.wasi.table);

@@ -67,7 +67,7 @@ class Store:
 
     def _tasks(self):
         """The Task files under the current settings, after this store's first call swept what
-        crashed writers left (temp files, stale locks)."""
+        crashed writers left (temp files)."""
         tasks = TaskDir(self.dir, self.settings.durable, self.settings.lease_ms)
         if not self._swept:
             self._swept = True

@@ -7,11 +7,19 @@ exactly its files (docs/on-disk-format.md):
   of the Task file it describes and of the one that file replaced; created by a rename or
   exclusively, then overwritten in place by later saves, always before their Task file;
 - `.~<stem>.l`: the lock a writer holds for its save, created exclusively; the writer writes
-  its Task text into it and renames it over `<stem>.json`, which releases it. Broken by the
-  next writer once it was last changed longer than the lease ago;
+  its Task text into it and renames it over `<stem>.json`, which releases it. Broken by a
+  waiting writer once it has seen it unchanged for longer than the lease by its own monotonic
+  clock (never by its modification time against the wall clock, which a clock stepped back or
+  forward makes wrong by the size of the step);
 - `.tmp-<32 hex>`: temp files (version records replaced by a rename), and locks moved aside
   while being broken;
 - `.push/`: the Tasks' push-notification configs (`push.py`), removed with their Task.
+
+The lease guards a lock (a host that fences its components' locks also refuses to move one a
+live writer holds), so every late act of a writer that may have outlived its lease is checked
+for: ownership after a renewal, before the record, before the rename and before a delete's
+unlink, and after the rename that the Task file is the file this save wrote
+(docs/on-disk-format.md, "The lease").
 
 Every Task lives in the directory, never in memory: the host runs several instances of the
 component at once, and other processes (in any of the stores' languages) may share the
@@ -60,8 +68,17 @@ FIRST_PAUSE_NS = 200_000
 MAX_PAUSE_NS = 20 * MS
 
 #: What reading a version record found when it does not parse or fails its check: torn by a
-#: save writing it in place at this very moment, or left unreadable by a crash.
+#: save writing it in place at this very moment, or left unreadable by a crash. A reader counts
+#: it as none (version 1); a save, which holds the lock, refuses it as corrupt if the Task file
+#: exists (`RECORD_TORN`).
 UNSETTLED = "unsettled"
+
+
+#: Why a save refuses a Task whose version record does not read whole under the lock.
+RECORD_TORN = (
+    "the version record does not read whole, so the Task's version is unknown; remove it to "
+    "count versions from 1 again"
+)
 
 
 def corrupt(name, reason):
@@ -115,16 +132,14 @@ class TaskDir:
 
     def sweep(self):
         """Removes temp files left by writers that crashed before their rename (those last
-        changed more than an hour ago: younger ones may belong to a live writer), and breaks
-        locks older than the lease. Errors are ignored: this is housekeeping, never a reason
-        to fail a call."""
+        changed more than an hour ago: younger ones may belong to a live writer). Locks are
+        left alone: one look cannot tell a crashed writer's lock from a live one's (a lock is
+        broken only by a writer that watched it unchanged for a lease), and a lock is never
+        read as a Task; the next save of its Task breaks it. Errors are ignored: this is
+        housekeeping, never a reason to fail a call."""
         try:
             now = wall_now_ms()
             for name, _ in self.dir.entries() or []:
-                if name.startswith(".~") and name.endswith(".l"):
-                    if self.is_stale(name):
-                        self.break_lock(name)
-                    continue
                 self.dir.remove_if_stale_temp(name, now, STALE_TEMP_AGE_MS)
             push.sweep_temps(self.dir, now)
         except StoreError:
@@ -218,7 +233,14 @@ class TaskDir:
                 found = None
             except OSError as e:
                 raise io_error("replace", name, e)
-            current = None if found is None else version_of(settled(record), found)
+            # Under the lock no one writes the record, so one that does not read whole was torn
+            # by a crash or a disk fault: the Task's version is unknown, and counting from 1
+            # again would let an old conditional save win. Nothing is written until someone
+            # looks. (Lock-free reads count it as none: there it is most likely a save writing
+            # it in place at that very moment.)
+            if record is UNSETTLED and found is not None:
+                raise corrupt(record_name, RECORD_TORN)
+            current = None if found is None else version_of(record, found)
             if not holds(current):
                 what = "no task" if current is None else "version %d" % current
                 raise StoreError(
@@ -252,8 +274,7 @@ class TaskDir:
                 self.dir.rename_into(temp, record_name)
                 temp = None
             self.check_held(lock)
-            self.dir.rename_into(lock_name, name)
-            lock.renamed = True
+            self.rename_over(lock, name, stamp)
             if self.durable:
                 if in_place is not None:
                     try:
@@ -311,15 +332,21 @@ class TaskDir:
             stamp = stamp_now()
             if self.durable:
                 sync_data(lock.fd)
-            # Breakers age a lock by its modification time, which the flush did not move: after
-            # a slow flush the lock is renewed (its first byte written again, which moves its
-            # time to now), so a loaded disk alone does not make the save give up. The new time
-            # is not flushed: a power loss before the file system writes it back leaves the old
-            # one, and the Task then reads one version past the record, never older than it is.
+            # Waiters break a lock they saw unchanged for a lease, and the flush did not change
+            # it: after a slow flush the lock is renewed (its first byte written again, which
+            # moves its time to now), so a loaded disk alone does not make the save give up. A
+            # flush that outlasted the whole lease may have had the lock broken and taken
+            # meanwhile: the lock is renewed first and then looked at, and if it is no longer
+            # ours the save gives up here, before it writes the record another writer's save
+            # relies on. The new time is not flushed: a power loss before the file system
+            # writes it back leaves the old one, and the Task then reads one version past the
+            # record, never older than it is.
             if (monotonic_ns() - lock.acquired) * 4 > self.lease_ms * MS:
                 renewed = monotonic_ns()
                 write_all(lock.fd, first, lock.name)
                 stamp = stamp_now()
+                if not self._is_ours(lock):
+                    raise self._lock_lost(lock)
                 lock.acquired = renewed
             return stamp
         except OSError as e:
@@ -380,6 +407,9 @@ class TaskDir:
         record_name, lock_name = side_names(name)
         lock = self.lock(lock_name)
         try:
+            # The last check before the Task file goes: a lock broken (and perhaps taken by a
+            # save) meanwhile is not ours to delete under.
+            self.check_held(lock)
             existed = self.dir.unlink(name)
             # The record goes after the Task file: a crash in between leaves a record without
             # a Task, which reads as no Task.
@@ -395,11 +425,19 @@ class TaskDir:
 
     def lock(self, name):
         """Takes the lock `name`: a file created exclusively and kept open (a save writes its
-        Task text into it). A lock whose file was last changed longer than the lease ago was
-        left by a crashed writer and is broken. Waits (backing off from 0.2 ms up to 20 ms)
-        while a live writer holds it, at most three leases."""
+        Task text into it). Waits (backing off from 0.2 ms up to 20 ms) while another writer
+        holds it, at most three leases.
+
+        A lock is broken only when this waiter has seen it unchanged (`_look`: the same file,
+        length and modification time) for longer than the lease, by its own monotonic clock: a
+        live writer renews its lock, which changes it. Never by the file's modification time
+        against the wall clock, which a clock stepped back (a crashed writer's lock blocking its
+        Task for as long as the step) or forward (every live lock broken) makes wrong."""
         started = monotonic_ns()
+        lease_ns = self.lease_ms * MS
         pause = FIRST_PAUSE_NS
+        # The lock another writer holds as this waiter first saw it unchanged, and since when.
+        watched = None
         while True:
             try:
                 fd = self.dir.create_exclusive(name)
@@ -414,10 +452,22 @@ class TaskDir:
                 except OSError:
                     identity = None
                 return Lock(name, fd, identity, monotonic_ns())
-            if self.is_stale(name):
-                self.break_lock(name)
-                continue
-            if monotonic_ns() - started > 3 * self.lease_ms * MS:
+            try:
+                seen = self._look(name)
+            except FileNotFoundError:
+                continue  # released meanwhile: create it now
+            except OSError:
+                seen = None
+            if seen is None:
+                watched = None
+            elif watched is not None and watched[0] == seen:
+                if monotonic_ns() - watched[1] > lease_ns:
+                    self.break_lock(name)
+                    watched = None
+                    continue
+            else:
+                watched = (seen, monotonic_ns())
+            if monotonic_ns() - started > 3 * lease_ns:
                 raise StoreError(
                     "io",
                     "cannot lock /%s: another writer kept the task locked for over %s"
@@ -426,23 +476,26 @@ class TaskDir:
             sleep_ns(pause)
             pause = min(pause * 2, MAX_PAUSE_NS)
 
-    def is_stale(self, name):
-        """Whether what is at `name` (not followed) was last changed longer than the lease ago."""
-        modified = self.dir.modified_ms(name)
-        return modified is not None and wall_now_ms() - modified > self.lease_ms
+    def _look(self, name):
+        """What is at the lock name `name` (not followed), as a waiter compares it from one look
+        to the next: its identity (device and inode), length and modification time. A live
+        writer renewing its lock, or a new lock in its place, changes it. `OSError` as raised
+        (`FileNotFoundError`: released)."""
+        st = self.dir.lstat(name)
+        return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
     def break_lock(self, name):
-        """Breaks a stale lock: moves it aside (one breaker wins the rename) and removes it if
-        what it moved is still stale; a lock that is not (the stale one was broken and retaken
-        meanwhile) is put back."""
+        """Breaks a lock seen unchanged for longer than the lease: moves it aside (one breaker
+        wins the rename; a host that fences its components' locks refuses to move one a live
+        writer holds, and then nothing is done) and removes what it moved, whatever it turns
+        out to be. If a newer lock replaced the stale one between the look and the rename, its
+        writer finds its lock gone at its next check and gives up, having changed nothing. A
+        lock is never put back: that could replace a lock taken meanwhile, and then two writers
+        would both win one version."""
         aside = TEMP_PREFIX + random_hex()
-        if not self.dir.rename_quietly(name, aside):
-            return  # gone already
-        if self.is_stale(aside):
-            self.dir.remove_quietly(aside)
-        else:
+        if self.dir.rename_quietly(name, aside):
             # If this fails it stays aside, and the sweep removes it in an hour.
-            self.dir.rename_quietly(aside, name)
+            self.dir.remove_quietly(aside)
 
     def check_young(self, lock):
         """Fails unless `lock` was taken less than half the lease ago (no one may have broken
@@ -456,6 +509,30 @@ class TaskDir:
         self.check_young(lock)
         if not self._is_ours(lock):
             raise self._lock_lost(lock)
+
+    def rename_over(self, lock, target, stamp):
+        """Renames the lock (holding the Task text, whose stamp is `stamp`) over `target`: the
+        save's one change of the Task file, which releases the lock. Then checks that `target`
+        is the file this save wrote: a writer that outlived its lease between its last check
+        and the rename may have moved another writer's newer lock there, and that save must not
+        be acknowledged (nothing is undone: the other writer's save fails at its own checks)."""
+        self.dir.rename_into(lock.name, target)
+        lock.renamed = True
+        try:
+            there = self.dir.lstat(target)
+            if lock.identity is not None:
+                installed = (there.st_dev, there.st_ino) == lock.identity
+            else:
+                installed = stamp_of(there) == stamp
+        except OSError:
+            installed = False
+        if not installed:
+            raise StoreError(
+                "io",
+                "cannot save under lock /%s: the lock was broken before this save's rename, "
+                "which moved another writer's lock over the Task file; this save is not "
+                "acknowledged" % lock.name,
+            )
 
     def unlock(self, lock):
         """Releases a lock a save did not rename over its Task file: removed if still ours."""

@@ -1,6 +1,7 @@
-//! Locks and leases: a slow flush renews its lock, a lock taken over or lost writes nothing,
-//! a crash before the rename or while holding the lock, planted FIFOs and links, and racing
-//! conditional saves with one winner per version.
+//! Locks and leases: a slow flush renews its lock, a live writer's lock is never broken however
+//! long it stalls, a lock taken over or lost writes nothing (the lease alone, as without kernel
+//! locks), a crash before the rename or while holding the lock, locks aged by the waiter's own
+//! clock, planted FIFOs and links, and racing conditional saves with one winner per version.
 
 use super::*;
 
@@ -28,19 +29,22 @@ fn a_save_with_a_slow_flush_renews_its_lock_and_succeeds() {
     assert_eq!(names_in(dir.path()), [".~h.v", "h.json"]);
 }
 
-/// A save whose flush outlasts the whole lease (1.5 s under a 200 ms lease) has its lock
-/// broken and taken by another writer, which saves version 2. The slow save then fails as
-/// having lost its lock and writes nothing: before, it renewed the lock it no longer held
-/// and wrote its record over the other writer's, so that the Task read as version 3 and a
+/// Without kernel locks (the lease alone guards a lock, as for a component under a host that
+/// fences nothing), a save whose flush outlasts the whole lease (1.5 s under a 200 ms lease)
+/// has its lock broken and taken by another writer, which saves version 2. The slow save then
+/// fails as having lost its lock and writes nothing: before, it renewed the lock it no longer
+/// held and wrote its record over the other writer's, so that the Task read as version 3 and a
 /// save conditional on the acknowledged version 2 was refused.
 #[test]
 fn a_save_whose_lock_was_taken_over_during_its_flush_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let lease = Duration::from_millis(200);
     let mut slow = store(&dir).with_lock_lease(lease);
+    slow.lease_only = true;
     slow.save_checked("t", r#"{"id":"t","n":1}"#).unwrap();
     slow.slow_flush = Duration::from_millis(1500);
-    let other = store(&dir).with_lock_lease(lease);
+    let mut other = store(&dir).with_lock_lease(lease);
+    other.lease_only = true;
     let lock = dir.path().join(".~t.l");
     let slow_result = std::thread::scope(|scope| {
         let slow = scope.spawn(|| slow.save_checked("t", r#"{"id":"t","n":"slow"}"#));
@@ -182,6 +186,8 @@ fn planted_fifos_and_links_as_lock_or_record_are_not_read() {
     assert_eq!(saved.unwrap(), 2);
 }
 
+/// A writer whose lock was broken by one that ignores kernel locks (as if it had stalled past
+/// its lease under the lease alone) finds out at its last check and changes nothing.
 #[test]
 fn a_writer_that_lost_its_lock_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
@@ -198,7 +204,11 @@ fn a_writer_that_lost_its_lock_changes_nothing() {
         .unwrap()
         .set_modified(long_ago)
         .unwrap();
-    lock::break_lock(&path, s.lock_lease());
+    let seen = Seen {
+        identity: platform::identity_at(&path).ok(),
+        stamp: platform::stamp_at(&path).unwrap(),
+    };
+    lock::break_lock(&path, seen, Default::default());
     let theirs = s.lock(dir.path().join(".~k.l")).unwrap();
     let err = lock.check_held().unwrap_err();
     assert!(err.to_string().contains("taken over"), "{err}");
@@ -247,4 +257,143 @@ fn racing_conditional_saves_have_exactly_one_winner_per_version() {
             }
         }
     }
+}
+
+/// A live writer keeps its lock however long it stalls: its flush takes 1.5 s under a 200 ms
+/// lease, and a second writer, finding the lock's kernel lock held, waits instead of breaking
+/// it, gives up after three leases having written nothing, and the slow save wins. Before the
+/// kernel lock, the second writer broke the lock after the lease and won the version instead.
+#[test]
+fn a_live_writer_keeps_its_lock_however_long_it_stalls() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = Duration::from_millis(200);
+    let mut slow = store(&dir).with_lock_lease(lease);
+    slow.save_checked("t", r#"{"id":"t","n":1}"#).unwrap();
+    slow.slow_flush = Duration::from_millis(1500);
+    let other = store(&dir).with_lock_lease(lease);
+    let lock = dir.path().join(".~t.l");
+    let (slow_result, other_result) = std::thread::scope(|scope| {
+        let slow = scope.spawn(|| slow.save_checked("t", r#"{"id":"t","n":"slow"}"#));
+        while !lock.exists() {
+            std::thread::yield_now();
+        }
+        let other_result =
+            other.save_checked_if("t", r#"{"id":"t","n":"other"}"#, Expect::Version(1));
+        (slow.join().unwrap(), other_result)
+    });
+    assert_eq!(slow_result.unwrap(), 2, "the stalled writer's save holds");
+    let err = other_result.unwrap_err();
+    assert!(
+        matches!(&err, DirError::Io { op: "lock", source, .. }
+            if source.kind() == io::ErrorKind::TimedOut),
+        "{err}"
+    );
+    assert_eq!(
+        other.get_versioned("t").unwrap(),
+        Some((r#"{"id":"t","n":"slow"}"#.into(), 2))
+    );
+}
+
+/// A crashed writer's lock whose modification time is an hour in the future (a clock stepped
+/// back since, or a writer on another machine) is broken once the waiter has seen it unchanged
+/// for a lease by its own clock. Judged by its time against the wall clock it looked newer
+/// than the lease for an hour, and the Task could not be saved.
+#[test]
+fn a_dead_lock_from_the_future_is_broken_after_one_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = Duration::from_millis(200);
+    let s = store(&dir).with_lock_lease(lease);
+    s.save_text(r#"{"id":"f"}"#).unwrap();
+    let lock = dir.path().join(".~f.l");
+    fs::write(&lock, "dead-writer").unwrap();
+    File::options()
+        .write(true)
+        .open(&lock)
+        .unwrap()
+        .set_modified(SystemTime::now() + Duration::from_secs(3600))
+        .unwrap();
+    let started = std::time::Instant::now();
+    assert_eq!(
+        s.save_checked_if("f", r#"{"id":"f","n":2}"#, Expect::Version(1))
+            .unwrap(),
+        2
+    );
+    assert!(started.elapsed() >= lease, "{:?}", started.elapsed());
+    assert!(!lock.exists());
+}
+
+/// Without kernel locks, a lock whose modification time is long past (a clock stepped
+/// forward) but that its writer keeps renewing is not broken: the waiter sees it change.
+#[test]
+fn a_renewed_lock_with_an_old_time_is_not_broken_under_the_lease_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let lease = Duration::from_millis(100);
+    let mut s = store(&dir).with_lock_lease(lease);
+    s.lease_only = true;
+    s.save_text(r#"{"id":"r"}"#).unwrap();
+    let lock = dir.path().join(".~r.l");
+    fs::write(&lock, "live").unwrap();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let result = std::thread::scope(|scope| {
+        // The live writer: its lock's time moves on every 20 ms, always a day in the past.
+        scope.spawn(|| {
+            let mut day_ago = SystemTime::now() - Duration::from_secs(86_400);
+            while !done.load(Ordering::Relaxed) {
+                day_ago += Duration::from_millis(1);
+                let _ = File::options()
+                    .write(true)
+                    .open(&lock)
+                    .and_then(|f| f.set_modified(day_ago));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let result = s.save_checked("r", r#"{"id":"r","n":2}"#);
+        done.store(true, Ordering::Relaxed);
+        result
+    });
+    let err = result.unwrap_err();
+    assert!(
+        matches!(&err, DirError::Io { op: "lock", .. }),
+        "the waiter gave up, breaking nothing: {err}"
+    );
+    assert_eq!(fs::read_to_string(&lock).unwrap(), "live");
+}
+
+/// Without kernel locks, a writer paused between its last check and its rename (past its
+/// lease: its lock broken and taken by another writer meanwhile) moves the other writer's lock
+/// over the Task file; it finds out after the rename and does not acknowledge its save.
+#[test]
+fn a_rename_that_moved_another_writers_lock_is_not_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = store(&dir).with_lock_lease(Duration::from_millis(200));
+    s.lease_only = true;
+    s.save_text(r#"{"id":"p","n":1}"#).unwrap();
+    s.before_rename = Some(|lock| {
+        // Broken (moved aside and removed) and taken by another writer, writing its text.
+        fs::remove_file(lock).unwrap();
+        fs::write(lock, r#"{"id":"p","n":"theirs"}"#).unwrap();
+    });
+    let err = s.save_text(r#"{"id":"p","n":2}"#).unwrap_err();
+    assert!(err.to_string().contains("not acknowledged"), "{err}");
+}
+
+/// The temp-file sweep leaves locks alone, however old: one look cannot tell a dead writer's
+/// lock from a live one's. The next save of the Task breaks a dead one.
+#[test]
+fn the_sweep_leaves_locks_to_the_next_save() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir).with_lock_lease(Duration::from_millis(50));
+    s.save_text(r#"{"id":"w"}"#).unwrap();
+    let lock = dir.path().join(".~w.l");
+    fs::write(&lock, "old").unwrap();
+    File::options()
+        .write(true)
+        .open(&lock)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(86_400))
+        .unwrap();
+    s.sweep_temp_files(Duration::ZERO).unwrap();
+    assert!(lock.exists());
+    assert_eq!(s.save_text(r#"{"id":"w","n":2}"#).unwrap(), 2);
+    assert!(!lock.exists());
 }

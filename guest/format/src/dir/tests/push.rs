@@ -239,3 +239,21 @@ fn relaxed_saves_keep_the_same_files() {
     );
     assert!(s.delete_push_config("t", "c").unwrap());
 }
+
+/// Every config save under full durability flushes the Task's config directory, `.push` and the
+/// root, not only the save that made the directories: a second saver that found them made by
+/// another (which may not have flushed them yet) is acknowledged only once their entries are
+/// on disk. Before, only the maker flushed the parents.
+#[test]
+fn every_config_save_makes_its_directories_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = store(&dir);
+    s.save_push_config("t", "c1", r#"{"id":"c1"}"#).unwrap();
+    s.push_flushes.lock().unwrap().clear();
+    s.save_push_config("t", "c2", r#"{"id":"c2"}"#).unwrap();
+    let push = dir.path().join(".push");
+    assert_eq!(
+        *s.push_flushes.lock().unwrap(),
+        [push.join("t"), push.clone(), dir.path().to_path_buf()]
+    );
+}

@@ -168,3 +168,24 @@ fn temp_names_are_unique() {
     let names: std::collections::HashSet<_> = (0..10_000).map(|_| temp::random_u128()).collect();
     assert_eq!(names.len(), 10_000);
 }
+
+/// A directory whose file system keeps case apart opens; one that folds it (`A.json` and
+/// `a.json` one file) is refused, since Tasks whose ids differ in case would share a lock and a
+/// record. The folding is stood in for by a hard link under the upper-case name (this kernel
+/// mounts no case-folding file system in a test); what is checked is that the probe tells the
+/// same file under the other spelling from a missing or different one.
+#[cfg(unix)]
+#[test]
+fn a_directory_that_folds_case_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    store(&dir).check_case_sensitive().unwrap();
+    assert!(names_in(dir.path()).is_empty(), "the probe is removed");
+    let probe = dir.path().join(".tmp-0a1b");
+    let file = platform::create_new(&probe).unwrap();
+    assert!(!folds_case(&probe, file.identity()));
+    fs::write(dir.path().join(".TMP-0A1B"), "another file").unwrap();
+    assert!(!folds_case(&probe, file.identity()), "a different file");
+    fs::remove_file(dir.path().join(".TMP-0A1B")).unwrap();
+    fs::hard_link(&probe, dir.path().join(".TMP-0A1B")).unwrap();
+    assert!(folds_case(&probe, file.identity()), "the same file");
+}

@@ -232,8 +232,11 @@ fn a_record_without_a_check_is_read_and_then_replaced() {
 }
 
 /// A record whose check fails (what a reader sees when it copies the record while a save
-/// overwrites it) is never taken at its word: still unsettled when read again, it counts as
-/// no record (version 1), and the save after it starts the count again.
+/// overwrites it) is never taken at its word: a lock-free reader that still finds it unsettled
+/// counts it as no record (version 1, so a conditional save on what it read fails rather than
+/// wrongly succeeds). A saver, holding the lock, knows no one is writing it: it is corruption,
+/// named, and nothing is written (counting from 1 again would let an old compare-and-set win)
+/// until the record is removed.
 #[test]
 fn a_record_that_fails_its_check_is_not_trusted() {
     let dir = tempfile::tempdir().unwrap();
@@ -251,11 +254,23 @@ fn a_record_that_fails_its_check_is_not_trusted() {
     assert_eq!(Record::parse(&good).map(|r| r.version), Some(3));
     assert_eq!(Record::parse(&torn), None);
     assert_eq!(s.get_versioned("c").unwrap().unwrap().1, 1);
-    assert_eq!(s.save_checked("c", r#"{"id":"c","n":4}"#).unwrap(), 2);
-    assert!(
-        !dir.path().join(".~c.l").exists(),
-        "a read never takes the lock"
+    for expect in [Expect::Any, Expect::Version(1)] {
+        let err = s
+            .save_checked_if("c", r#"{"id":"c","n":4}"#, expect)
+            .unwrap_err();
+        assert!(
+            matches!(&err, DirError::Corrupt { file, .. } if file.ends_with(".~c.v")),
+            "{err}"
+        );
+    }
+    assert_eq!(fs::read_to_string(&path).unwrap(), torn, "nothing written");
+    assert_eq!(
+        s.get_text("c").unwrap().as_deref(),
+        Some(r#"{"id":"c","n":3}"#)
     );
+    assert!(!dir.path().join(".~c.l").exists(), "the lock is released");
+    fs::remove_file(&path).unwrap();
+    assert_eq!(s.save_checked("c", r#"{"id":"c","n":4}"#).unwrap(), 2);
 }
 
 /// A store whose caller checks what it gets returns a Task file's text unscanned, with its

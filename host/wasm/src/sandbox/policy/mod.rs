@@ -4,10 +4,13 @@
 //! - [`quota`] and [`quota_streams`]: the disk quota of a read-write directory;
 //! - [`special_files`]: no FIFO, socket or device is opened;
 //! - [`private_files`]: files are created 0600;
+//! - [`fences`]: files created exclusively are held under kernel locks, never moved by another
+//!   writer while held;
 //! - [`links`]: no links are created;
 //! - [`clock`]: clock waits never outlast the call's deadline.
 
 pub(crate) mod clock;
+pub(crate) mod fences;
 pub(crate) mod links;
 pub mod outgoing_http;
 pub(crate) mod private_files;
