@@ -120,12 +120,14 @@ impl Lock {
     /// nothing of it is touched.
     fn fenced(path: PathBuf, lease: Duration, file: Writer, fence: bool) -> Option<Lock> {
         let acquired = Instant::now();
-        while fence {
-            match file.fence() {
-                Fenced::Yes | Fenced::No => break,
-                // A waiter looking at the lock holds its kernel lock for a moment.
-                Fenced::Busy if acquired.elapsed() < lease / 4 => std::thread::yield_now(),
-                Fenced::Busy => return None,
+        if fence {
+            loop {
+                match file.fence() {
+                    Fenced::Yes | Fenced::No => break,
+                    // A waiter looking at the lock holds its kernel lock for a moment.
+                    Fenced::Busy if acquired.elapsed() < lease / 4 => std::thread::yield_now(),
+                    Fenced::Busy => return None,
+                }
             }
         }
         let lock = Lock {
