@@ -452,40 +452,6 @@ test('a slow flush renews, then checks, and a lock taken over meanwhile writes n
   assert.deepEqual(s.get('s'), { text: task('s', { n: 2 }), version: 2n });
 });
 
-test('a rename that installs another writer\'s file over the Task is not acknowledged', async () => {
-  // A writer stalled between its last check and its rename outlived its lease: the lock was
-  // broken and taken by another writer, and the rename moves that writer's file over the Task
-  // file. The save fails, told by identity or, where that cannot be told, by stamp.
-  const dir = tempDir();
-  const { DirStore } = await openInstance(dir);
-  for (const withoutIdentity of [false, true]) {
-    class Stalled extends DirStore {
-      lock(name) {
-        const lock = super.lock(name);
-        if (withoutIdentity) lock.identity = null;
-        return lock;
-      }
-      checkHeld(lock) {
-        super.checkHeld(lock);
-        replaceByAnotherFile(join(dir, lock.name));
-      }
-    }
-    const s = new DirStore(true, 400);
-    assert.equal(s.save(task('r', { n: 1 })), 1n);
-    assert.throws(
-      () => new Stalled(true, 400).save(task('r', { n: 2 })),
-      (e) =>
-        e.tag === 'io' &&
-        /^cannot save under lock \/\.~r\.l: .*this save is not acknowledged$/.test(e.message),
-      `without identity: ${withoutIdentity}`,
-    );
-    assert.equal(readFileSync(join(dir, 'r.json'), 'utf8'), 'someone else');
-    assert.deepEqual(names(dir), ['.~r.v', 'r.json']);
-    rmSync(join(dir, 'r.json'));
-    rmSync(join(dir, '.~r.v'));
-  }
-});
-
 test('a delete whose lock was taken over or held past half its lease removes nothing', async () => {
   // The delete checks its lock is still its own, and young, right before it removes the Task
   // file: a lock broken (and perhaps taken by a save) meanwhile is not its to delete under.
