@@ -8,8 +8,8 @@
 //! kernel lock is held is never broken: a writer paused for any time (SIGSTOP, a frozen VM, a
 //! system call stalled on a saturated disk) keeps its lock. Without kernel locks the lease alone
 //! guards it, and every late act of a writer that outlived its lease is checked for: ownership
-//! after a renewal, before the record and before the rename, and after the rename that the Task
-//! file is the file this save wrote (`docs/on-disk-format.md`, "The lease").
+//! after a renewal, before the record and before the rename (`docs/on-disk-format.md`, "The
+//! lease"); one stall between the last check and the rename remains assumed away.
 
 use super::error::DirError;
 use super::options::Durability;
