@@ -383,7 +383,7 @@ export class DirStore {
         temps.shift();
       }
       this.checkHeld(lock);
-      this.renameOver(lock, name, stamp);
+      this.renameOver(lock, name);
       if (this.durable) {
         if (inPlace !== null) {
           try {
@@ -587,16 +587,12 @@ export class DirStore {
   }
 
   /**
-   * Renames the lock (holding the Task text, whose stamp is `stamp`) over `target`: the save's
-   * one change of the Task file, which releases the lock. Then checks that `target` is the file
-   * this save wrote: a writer that outlived its lease between its last check and the rename may
-   * have moved another writer's newer lock there, and that save must not be acknowledged
-   * (nothing is undone: the other writer's save fails at its own checks).
+   * Renames the lock (holding the Task text) over `target`: the save's one change of the Task
+   * file, which releases the lock.
    */
-  renameOver(lock, target, stamp) {
+  renameOver(lock, target) {
     renameInto(lock.name, target);
     lock.renamed = true;
-    void stamp;
   }
 
   /** Releases a lock a save did not rename over its Task file: removed if it is still ours. */

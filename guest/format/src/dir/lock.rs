@@ -224,19 +224,15 @@ impl Lock {
         Err(self.lost())
     }
 
-    /// Renames the lock (holding the Task text, whose stamp is `stamp`) over `target`: the
-    /// save's one change of the Task file, which releases the lock. Then checks that `target`
-    /// is the file this save wrote: a writer that outlived its lease between its last check
-    /// and the rename (possible only without kernel locks) may have moved another writer's
-    /// newer lock there, and that save must not be acknowledged.
-    pub(super) fn rename_over(&mut self, target: &Path, stamp: Stamp) -> Result<(), DirError> {
+    /// Renames the lock (holding the Task text) over `target`: the save's one change of the
+    /// Task file, which releases the lock.
+    pub(super) fn rename_over(&mut self, target: &Path) -> Result<(), DirError> {
         fs::rename(&self.path, target).map_err(|source| DirError::Io {
             op: "rename into",
             file: target.to_path_buf(),
             source,
         })?;
         self.renamed = true;
-        let _ = stamp;
         Ok(())
     }
 

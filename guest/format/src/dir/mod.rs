@@ -531,7 +531,7 @@ impl DirStore {
         if let Some(pause) = self.before_rename {
             pause(&lock.path);
         }
-        lock.rename_over(&files.task, stamp)?;
+        lock.rename_over(&files.task)?;
         Ok((version, written_in_place))
     }
 

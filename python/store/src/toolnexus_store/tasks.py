@@ -274,7 +274,7 @@ class TaskDir:
                 self.dir.rename_into(temp, record_name)
                 temp = None
             self.check_held(lock)
-            self.rename_over(lock, name, stamp)
+            self.rename_over(lock, name)
             if self.durable:
                 if in_place is not None:
                     try:
@@ -510,12 +510,9 @@ class TaskDir:
         if not self._is_ours(lock):
             raise self._lock_lost(lock)
 
-    def rename_over(self, lock, target, stamp):
-        """Renames the lock (holding the Task text, whose stamp is `stamp`) over `target`: the
-        save's one change of the Task file, which releases the lock. Then checks that `target`
-        is the file this save wrote: a writer that outlived its lease between its last check
-        and the rename may have moved another writer's newer lock there, and that save must not
-        be acknowledged (nothing is undone: the other writer's save fails at its own checks)."""
+    def rename_over(self, lock, target):
+        """Renames the lock (holding the Task text) over `target`: the save's one change of the
+        Task file, which releases the lock."""
         self.dir.rename_into(lock.name, target)
         lock.renamed = True
 
