@@ -5,7 +5,7 @@
 //! `wasi:http/incoming-handler` and imports, from the components it is composed with
 //! (world `toolnexus:a2a-server/server`, `wit/a2a-server/server.wit`):
 //!
-//! - `toolnexus:task-store/store` and `catalog` 0.3.0, the store ([`store`]);
+//! - `toolnexus:task-store/store` and `catalog` 0.4.0, the store ([`store`]);
 //! - `toolnexus:a2a/agent` 0.1.0, the agent ([`agent`]);
 //! - `toolnexus:a2a-server/run`, the run bridge that holds the agent's updates while it runs
 //!   (`guest/a2a-run-bridge`).

@@ -1,5 +1,5 @@
 //! The composed store, as the protocol's [`TaskStore`]: `toolnexus:task-store/store` and
-//! `catalog` 0.3.0, imported from the store component the composition plugged in. Its answers
+//! `catalog` 0.4.0, imported from the store component the composition plugged in. Its answers
 //! are hostile input, checked here as the host checks a `wasm:` store's (a `get` answers the
 //! Task asked for, a page no larger than asked), since no host stands between the two.
 
@@ -22,6 +22,10 @@ fn store_error(e: store::StoreError) -> StoreError {
             reason,
         },
         store::StoreError::Io(reason) | store::StoreError::Other(reason) => StoreError::Backend {
+            store: STORE.into(),
+            reason,
+        },
+        store::StoreError::OutcomeUnknown(reason) => StoreError::OutcomeUnknown {
             store: STORE.into(),
             reason,
         },

@@ -1,5 +1,5 @@
 //! The toolnexus file store as a WebAssembly component (world
-//! `toolnexus:task-store/push-task-store@0.3.0`: every interface of the contract, push configs
+//! `toolnexus:task-store/push-task-store@0.4.0`: every interface of the contract, push configs
 //! included).
 //!
 //! Build with `cargo build -p toolnexus-file-store-component --target wasm32-wasip2 --release`.
@@ -78,8 +78,8 @@ fn to_wit(err: DirError) -> StoreError {
     match err {
         DirError::InvalidId(_) | DirError::InvalidTask(_) => StoreError::InvalidInput(msg),
         DirError::Corrupt { .. } => StoreError::Corrupt(msg),
-        // The contract has no case for an unknown outcome yet: said in the message.
-        DirError::Io { .. } | DirError::AfterRename { .. } => StoreError::Io(msg),
+        DirError::Io { .. } => StoreError::Io(msg),
+        DirError::AfterRename { .. } => StoreError::OutcomeUnknown(msg),
         DirError::Conflict { current, .. } => StoreError::Conflict(VersionConflict {
             current,
             message: msg,

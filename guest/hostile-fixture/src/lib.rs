@@ -25,17 +25,19 @@
 //! | `fill-fail:<how>:<bytes>` | the same, but fails with an `io` error when a write is refused, as a store would |
 //! | `read-once:<name>:<len>` | opens `<name>` in its directory and asks for `<len>` bytes from its start in one positional `read`; reports how many it got (`got`) and whether the host said the file ended there (`end`) |
 //!
-//! `save` traps if the Task's text contains `"trap"` and otherwise succeeds without storing.
+//! `get` answers what the attack answers at version 1. `save` traps if the Task's text contains
+//! `"trap"`, loops forever if it contains `"loop"`, and otherwise succeeds without storing,
+//! answering version 1.
 //! `configure` (it exports the optional `config` interface) sleeps forever if its directory
 //! holds a file named `sleep-in-configure`, and otherwise accepts any settings.
 
 wit_bindgen::generate!({
-    path: "../../wit/0.1.0",
+    path: "../../wit",
     world: "configurable-task-store",
 });
 
 use exports::toolnexus::task_store::config::Guest as ConfigGuest;
-use exports::toolnexus::task_store::store::{Guest, StoreError};
+use exports::toolnexus::task_store::store::{Condition, Guest, StoreError, StoredTask};
 use std::hint::black_box;
 use std::io::{Read, Write};
 
@@ -439,153 +441,165 @@ fn gather(want: u64, ms: u64, mib: u64) -> Result<u64, StoreError> {
 }
 
 impl Guest for Hostile {
-    fn get(id: String) -> Result<Option<String>, StoreError> {
-        if let Some(host_dir) = id.strip_prefix("escape:") {
-            return Ok(Some(escape(&id, host_dir)));
-        }
-        if let Some(size) = id.strip_prefix("huge:") {
-            let size: usize = size
-                .parse()
-                .map_err(|_| StoreError::InvalidInput("huge:<bytes>".into()))?;
-            return Ok(Some(report(&id, &[("pad".into(), "x".repeat(size))])));
-        }
-        if let Some(size) = id.strip_prefix("error-huge:") {
-            let size: usize = size
-                .parse()
-                .map_err(|_| StoreError::InvalidInput("error-huge:<bytes>".into()))?;
-            return Err(StoreError::Other("E".repeat(size)));
-        }
-        for (prefix, fail) in [("fill:", false), ("fill-fail:", true)] {
-            let Some(args) = id.strip_prefix(prefix) else {
-                continue;
-            };
-            let (how, bytes) = args
-                .split_once(':')
-                .and_then(|(how, bytes)| Some((how, bytes.parse::<u64>().ok()?)))
-                .ok_or_else(|| StoreError::InvalidInput("fill:<how>:<bytes>".into()))?;
-            let (added, stopped) = fill(how, bytes)?;
-            if fail && let Some(error) = &stopped {
-                return Err(StoreError::Io(format!(
-                    "wrote {added} bytes, then: {error}"
-                )));
-            }
-            let stopped = stopped.unwrap_or_else(|| "nothing".into());
-            return Ok(Some(report(
-                &id,
-                &[
-                    ("added".into(), added.to_string()),
-                    ("stopped".into(), stopped),
-                ],
-            )));
-        }
-        if let Some(name) = id.strip_prefix("open:") {
-            return match std::fs::File::open(format!("/{name}")) {
-                Ok(_) => Ok(Some(report(&id, &[("opened".into(), name.into())]))),
-                Err(e) => Err(StoreError::Io(format!("open {name}: {e}"))),
-            };
-        }
-        if let Some(args) = id.strip_prefix("read-once:") {
-            let (name, len) = args
-                .split_once(':')
-                .and_then(|(name, len)| Some((name, len.parse::<u64>().ok()?)))
-                .ok_or_else(|| StoreError::InvalidInput("read-once:<name>:<len>".into()))?;
-            let (got, end) = read_once(name, len)?;
-            return Ok(Some(report(
-                &id,
-                &[
-                    ("got".into(), got.to_string()),
-                    ("end".into(), end.to_string()),
-                ],
-            )));
-        }
-        if let Some(args) = id.strip_prefix("gather:") {
-            let parsed: Option<Vec<u64>> = args.split(':').map(|n| n.parse().ok()).collect();
-            let Some(&[want, ms, mib]) = parsed.as_deref() else {
-                return Err(StoreError::InvalidInput("gather:<calls>:<ms>:<MiB>".into()));
-            };
-            let most = gather(want, ms, mib)?;
-            return Ok(Some(report(&id, &[("most".into(), most.to_string())])));
-        }
-        if let Some(ms) = id.strip_prefix("sleep:") {
-            let ms: u64 = ms
-                .parse()
-                .map_err(|_| StoreError::InvalidInput("sleep:<ms>".into()))?;
-            std::thread::sleep(std::time::Duration::from_millis(ms));
-            return Ok(None);
-        }
-        match id.as_str() {
-            hoard if hoard == "hoard" || hoard.starts_with("hoard:") => {
-                let times: u32 = hoard
-                    .strip_prefix("hoard:")
-                    .map_or(Ok(25_000), str::parse)
-                    .map_err(|_| StoreError::InvalidInput("hoard:<n>".into()))?;
-                std::fs::write("/hoard.txt", "x").map_err(|e| StoreError::Io(e.to_string()))?;
-                let mut opened = 0u32;
-                for _ in 0..times {
-                    match std::fs::File::open("/hoard.txt") {
-                        Ok(file) => {
-                            std::mem::forget(file);
-                            opened += 1;
-                        }
-                        Err(_) => break,
-                    }
-                }
-                Ok(Some(report(&id, &[("opened".into(), opened.to_string())])))
-            }
-            "sleep-forever" => loop {
-                std::thread::sleep(std::time::Duration::MAX);
-            },
-            "error-ctrl" => Err(StoreError::Corrupt(FORGED.into())),
-            "panic-ctrl" => panic!("{FORGED}"),
-            "stderr-ctrl" => {
-                let _ = writeln!(std::io::stderr(), "{FORGED}");
-                Ok(None)
-            }
-            "ambient" => Ok(Some(ambient(&id))),
-            "loop" => {
-                let mut n: u64 = 0;
-                loop {
-                    n = black_box(n.wrapping_add(1));
-                }
-            }
-            "loop-mark" => {
-                for n in 0u32.. {
-                    let created = std::fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .open(format!("/started-{n}"));
-                    if created.is_ok() {
-                        break;
-                    }
-                }
-                let mut n: u64 = 0;
-                loop {
-                    n = black_box(n.wrapping_add(1));
-                }
-            }
-            "grow" => {
-                let mut hoard: Vec<Vec<u8>> = Vec::new();
-                loop {
-                    hoard.push(black_box(vec![1u8; 1 << 20]));
-                }
-            }
-            "other-id" => Ok(Some(report("someone-else", &[]))),
-            "not-json" => Ok(Some("this is not JSON".into())),
-            "not-object" => Ok(Some("[\"other-id\"]".into())),
-            "trap" => panic!("this component traps on purpose"),
-            "stderr" => {
-                let _ = writeln!(std::io::stderr(), "hostile component says hello on stderr");
-                Ok(None)
-            }
-            _ => Ok(None),
-        }
+    /// Whatever the attack named by `id` answers, at version 1.
+    fn get(id: String) -> Result<Option<StoredTask>, StoreError> {
+        Ok(attack(id)?.map(|task| StoredTask { task, version: 1 }))
     }
 
-    fn save(task: String) -> Result<(), StoreError> {
+    fn save(task: String, _condition: Condition) -> Result<u64, StoreError> {
         if task.contains("\"trap\"") {
             panic!("this component traps on purpose");
         }
-        Ok(())
+        if task.contains("\"loop\"") {
+            let mut n: u64 = 0;
+            loop {
+                n = black_box(n.wrapping_add(1));
+            }
+        }
+        Ok(1)
+    }
+}
+
+/// The attack `id` names (see the table above): the text `get` answers, if any.
+fn attack(id: String) -> Result<Option<String>, StoreError> {
+    if let Some(host_dir) = id.strip_prefix("escape:") {
+        return Ok(Some(escape(&id, host_dir)));
+    }
+    if let Some(size) = id.strip_prefix("huge:") {
+        let size: usize = size
+            .parse()
+            .map_err(|_| StoreError::InvalidInput("huge:<bytes>".into()))?;
+        return Ok(Some(report(&id, &[("pad".into(), "x".repeat(size))])));
+    }
+    if let Some(size) = id.strip_prefix("error-huge:") {
+        let size: usize = size
+            .parse()
+            .map_err(|_| StoreError::InvalidInput("error-huge:<bytes>".into()))?;
+        return Err(StoreError::Other("E".repeat(size)));
+    }
+    for (prefix, fail) in [("fill:", false), ("fill-fail:", true)] {
+        let Some(args) = id.strip_prefix(prefix) else {
+            continue;
+        };
+        let (how, bytes) = args
+            .split_once(':')
+            .and_then(|(how, bytes)| Some((how, bytes.parse::<u64>().ok()?)))
+            .ok_or_else(|| StoreError::InvalidInput("fill:<how>:<bytes>".into()))?;
+        let (added, stopped) = fill(how, bytes)?;
+        if fail && let Some(error) = &stopped {
+            return Err(StoreError::Io(format!(
+                "wrote {added} bytes, then: {error}"
+            )));
+        }
+        let stopped = stopped.unwrap_or_else(|| "nothing".into());
+        return Ok(Some(report(
+            &id,
+            &[
+                ("added".into(), added.to_string()),
+                ("stopped".into(), stopped),
+            ],
+        )));
+    }
+    if let Some(name) = id.strip_prefix("open:") {
+        return match std::fs::File::open(format!("/{name}")) {
+            Ok(_) => Ok(Some(report(&id, &[("opened".into(), name.into())]))),
+            Err(e) => Err(StoreError::Io(format!("open {name}: {e}"))),
+        };
+    }
+    if let Some(args) = id.strip_prefix("read-once:") {
+        let (name, len) = args
+            .split_once(':')
+            .and_then(|(name, len)| Some((name, len.parse::<u64>().ok()?)))
+            .ok_or_else(|| StoreError::InvalidInput("read-once:<name>:<len>".into()))?;
+        let (got, end) = read_once(name, len)?;
+        return Ok(Some(report(
+            &id,
+            &[
+                ("got".into(), got.to_string()),
+                ("end".into(), end.to_string()),
+            ],
+        )));
+    }
+    if let Some(args) = id.strip_prefix("gather:") {
+        let parsed: Option<Vec<u64>> = args.split(':').map(|n| n.parse().ok()).collect();
+        let Some(&[want, ms, mib]) = parsed.as_deref() else {
+            return Err(StoreError::InvalidInput("gather:<calls>:<ms>:<MiB>".into()));
+        };
+        let most = gather(want, ms, mib)?;
+        return Ok(Some(report(&id, &[("most".into(), most.to_string())])));
+    }
+    if let Some(ms) = id.strip_prefix("sleep:") {
+        let ms: u64 = ms
+            .parse()
+            .map_err(|_| StoreError::InvalidInput("sleep:<ms>".into()))?;
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        return Ok(None);
+    }
+    match id.as_str() {
+        hoard if hoard == "hoard" || hoard.starts_with("hoard:") => {
+            let times: u32 = hoard
+                .strip_prefix("hoard:")
+                .map_or(Ok(25_000), str::parse)
+                .map_err(|_| StoreError::InvalidInput("hoard:<n>".into()))?;
+            std::fs::write("/hoard.txt", "x").map_err(|e| StoreError::Io(e.to_string()))?;
+            let mut opened = 0u32;
+            for _ in 0..times {
+                match std::fs::File::open("/hoard.txt") {
+                    Ok(file) => {
+                        std::mem::forget(file);
+                        opened += 1;
+                    }
+                    Err(_) => break,
+                }
+            }
+            Ok(Some(report(&id, &[("opened".into(), opened.to_string())])))
+        }
+        "sleep-forever" => loop {
+            std::thread::sleep(std::time::Duration::MAX);
+        },
+        "error-ctrl" => Err(StoreError::Corrupt(FORGED.into())),
+        "panic-ctrl" => panic!("{FORGED}"),
+        "stderr-ctrl" => {
+            let _ = writeln!(std::io::stderr(), "{FORGED}");
+            Ok(None)
+        }
+        "ambient" => Ok(Some(ambient(&id))),
+        "loop" => {
+            let mut n: u64 = 0;
+            loop {
+                n = black_box(n.wrapping_add(1));
+            }
+        }
+        "loop-mark" => {
+            for n in 0u32.. {
+                let created = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(format!("/started-{n}"));
+                if created.is_ok() {
+                    break;
+                }
+            }
+            let mut n: u64 = 0;
+            loop {
+                n = black_box(n.wrapping_add(1));
+            }
+        }
+        "grow" => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(black_box(vec![1u8; 1 << 20]));
+            }
+        }
+        "other-id" => Ok(Some(report("someone-else", &[]))),
+        "not-json" => Ok(Some("this is not JSON".into())),
+        "not-object" => Ok(Some("[\"other-id\"]".into())),
+        "trap" => panic!("this component traps on purpose"),
+        "stderr" => {
+            let _ = writeln!(std::io::stderr(), "hostile component says hello on stderr");
+            Ok(None)
+        }
+        _ => Ok(None),
     }
 }
 

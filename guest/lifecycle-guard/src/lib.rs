@@ -1,5 +1,5 @@
 //! `lifecycle-guard`: a middleware store component (world `task-store-middleware`, contract
-//! 0.3.0).
+//! 0.4.0).
 //!
 //! It sits in front of another store, reached through its imports, and passes every call through
 //! unchanged, except one: a `save` that would move a Task **out of a terminal state**
@@ -140,6 +140,7 @@ mod component {
                     message: c.message,
                 })
             }
+            store::StoreError::OutcomeUnknown(m) => ex_store::StoreError::OutcomeUnknown(m),
             store::StoreError::Other(m) => ex_store::StoreError::Other(m),
         }
     }

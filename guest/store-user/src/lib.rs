@@ -1,19 +1,19 @@
 //! `store-user`: a component that imports the task store (`toolnexus:task-store/store` and
-//! `catalog`, 0.2.0) the way an agent's own component would, and exports `run(case)`, which
+//! `catalog`, the current contract) the way an agent's own component would, and exports `run(case)`, which
 //! checks one behaviour of the contract through those imports and answers `err` with what went
 //! wrong. The host test runs every case against every backend it serves the imports from.
 //!
 //! Each case uses ids of its own (`<case>-…`), so the cases can share one store in any order.
 
-// The host serves the store imports at contract 0.2.0 (`host/wasm/src/embed/`).
+// The host serves the store imports at the current contract (`host/wasm/src/embed/`).
 wit_bindgen::generate!({
-    path: "../../wit/0.2.0",
+    path: "../../wit",
     inline: "
         package toolnexus:store-user;
 
         world store-user {
-            import toolnexus:task-store/store@0.2.0;
-            import toolnexus:task-store/catalog@0.2.0;
+            import toolnexus:task-store/store@0.4.0;
+            import toolnexus:task-store/catalog@0.4.0;
             /// Checks one behaviour (`CASES` in the source) through the imports.
             export run: func(case: string) -> result<_, string>;
         }

@@ -32,7 +32,7 @@ pub const TASK_INTERFACE: &str = "toolnexus:a2a/task@0.1.0";
 /// What the bridge exports to the server.
 pub const RUN_INTERFACE: &str = "toolnexus:a2a-server/run@0.1.0";
 /// What the store exports to the bridge and the server.
-pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.3.0";
+pub const STORE_INTERFACE: &str = "toolnexus:task-store/store@0.4.0";
 
 /// The four parts of an A2A composition, as component binaries.
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +43,7 @@ pub struct A2aParts<'a> {
     pub bridge: &'a [u8],
     /// An agent component (world `toolnexus:a2a/agent-component` or `configurable-agent`).
     pub agent: &'a [u8],
-    /// A store component exporting `store` and `catalog` of `toolnexus:task-store@0.3`.
+    /// A store component exporting `store` and `catalog` of `toolnexus:task-store@0.4`.
     pub store: &'a [u8],
     /// Middleware components over the store, the first outermost (as [`compose_chain`]).
     pub middlewares: &'a [&'a [u8]],
@@ -258,7 +258,7 @@ mod tests {
     #[test]
     fn only_wasi_is_left_to_the_host() {
         assert!(left_to_host("wasi:filesystem/types@0.2.4"));
-        assert!(!left_to_host("toolnexus:task-store/store@0.3.0"));
+        assert!(!left_to_host("toolnexus:task-store/store@0.4.0"));
         assert!(!left_to_host("wasix:foo/bar"));
     }
 }

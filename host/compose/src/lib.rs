@@ -10,7 +10,7 @@
 //! Every `toolnexus:task-store/*` import of the middleware must be met by an export of the
 //! store of the same interface (same name; a semver-compatible version also matches) and a
 //! compatible type; anything else is a [`ComposeError`] naming the interface (so a contract
-//! 0.3.0 middleware, which imports `push-configs`, needs a store that exports it: a 0.3.0 store
+//! 0.4.0 middleware, which imports `push-configs`, needs a store that exports it: a 0.4.0 store
 //! of the `full-push-task-store` world, such as the file store). The middleware's
 //! other imports (WASI) and the store's stay imports of the composition, shared by both: the
 //! host grants them once. Middlewares stack: [`compose_chain`] puts several in front of one
@@ -101,7 +101,7 @@ impl Role {
     fn what(self) -> &'static str {
         match self {
             Role::Middleware => "a task-store middleware (world task-store-middleware)",
-            Role::Store => "a task store of contract 0.3 (wit/task-store.wit)",
+            Role::Store => "a task store of contract 0.4 (wit/task-store.wit)",
             Role::Server => "the A2A server component (guest/a2a-server)",
             Role::Bridge => "the run bridge (guest/a2a-run-bridge)",
             Role::Agent => "an agent component (wit/a2a/agent.wit)",

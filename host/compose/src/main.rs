@@ -56,7 +56,7 @@ struct A2aArgs {
     #[arg(long, short = 'a', default_value = "echo")]
     agent: String,
     /// The store: `file` (the file store), `guarded` (the lifecycle guard over the file store),
-    /// or a path to a store component exporting store and catalog of toolnexus:task-store@0.3.
+    /// or a path to a store component exporting store and catalog of toolnexus:task-store@0.4.
     #[arg(long, short = 's', default_value = "file")]
     store: String,
     /// A middleware component over the store. Repeat to stack several; the first is outermost.

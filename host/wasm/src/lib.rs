@@ -3,36 +3,33 @@
 //!
 //! # Contract versions, and Task versions
 //!
-//! The host speaks three versions of the contract (`wit/` in the repository; each version's doc
-//! comments are its spec) and finds at load which one a component targets, from the `store`
-//! interface it exports ([`ContractVersion`]; semver-compatible patch versions count, a
-//! component exporting several is used as the newest, and anything else is refused with a
-//! message naming every version spoken):
+//! The host speaks one version of the contract, [`CONTRACT_VERSION`] (`wit/` in the repository;
+//! its doc comments are the spec), and checks at load that a component exports
+//! [`STORE_INTERFACE`] (or a semver-compatible patch version of it). A component of any other
+//! version is refused with a message naming its version and ours; earlier versions were never
+//! released, and `docs/write-your-own-store.md` ("Contract versions") says why no adapter is
+//! kept.
 //!
-//! - **0.3.0** ([`STORE_INTERFACE`], current): 0.2 and the optional `push-configs` interface
-//!   ([`PUSH_CONFIGS_INTERFACE`]): a Task's push-notification configs, set, got, listed and
-//!   deleted by config id ([`TaskStore::save_push_config`] and the others;
-//!   [`TaskStore::supports_push_configs`] says whether the component exports it). The host
-//!   checks those answers too: a config that is not a JSON object with a non-empty string `id`,
-//!   a `get` answering another id, or a `list` unsorted, with an id twice, or past its bounds
-//!   (400 configs, 16 MiB) is [`StoreError::Component`].
-//! - **0.2.0** ([`STORE_INTERFACE_0_2`], still loaded): every stored Task has a **version**, 1
-//!   after its first save and one more with each later save, forgotten by `delete`. `get`
-//!   returns it ([`TaskStore::get_versioned`]), and `save` takes a condition (any, absent, or
-//!   exactly version *n*) and returns the new version ([`TaskStore::save_versioned`]); a
-//!   condition that does not hold is [`StoreError::Conflict`] with the version stored. `list`
-//!   is newest status timestamp first (ties by id), filters by `status_timestamp_after`
-//!   (passed as RFC 3339 text), reports [`TaskPage::total_size`], and a query the component
-//!   calls invalid (a page token it did not make) is [`StoreError::InvalidQuery`]. The host
-//!   checks the answers: a version 0, a conflict the condition rules out, or a new version that
-//!   is not the one the condition implies (1 on absent, *n* + 1 on version *n*) is
-//!   [`StoreError::Component`]. 0.3 keeps all of this unchanged. Push configs are
-//!   [`StoreError::Unsupported`].
-//! - **0.1.0** ([`STORE_INTERFACE_0_1`], still loaded): `get`, `save`, `list`, `delete` as
-//!   before, and nothing is faked: versions ([`TaskStore::get_versioned`],
-//!   [`TaskStore::save_versioned`], and so [`TaskStore::save_if`]), a `list` with
-//!   `status_timestamp_after` and push configs are [`StoreError::Unsupported`]; `list` reports
-//!   no total size (`None`), and 0.1 components list in id order, not newest first.
+//! - Every stored Task has a **version**, 1 after its first save and one more with each later
+//!   save, forgotten by `delete`. `get` returns it ([`TaskStore::get_versioned`]), and `save`
+//!   takes a condition (any, absent, or exactly version *n*) and returns the new version
+//!   ([`TaskStore::save_versioned`]); a condition that does not hold is
+//!   [`StoreError::Conflict`] with the version stored. The host checks the answers: a version
+//!   0, a conflict the condition rules out, or a new version that is not the one the condition
+//!   implies (1 on absent, *n* + 1 on version *n*) is [`StoreError::Component`].
+//! - `list` (the optional `catalog`) is newest status timestamp first (ties by id), filters by
+//!   `status_timestamp_after` (passed as RFC 3339 text), reports [`TaskPage::total_size`], and
+//!   a query the component calls invalid (a page token it did not make) is
+//!   [`StoreError::InvalidQuery`].
+//! - The optional `push-configs` interface ([`PUSH_CONFIGS_INTERFACE`]) keeps a Task's
+//!   push-notification configs, set, got, listed and deleted by config id
+//!   ([`TaskStore::save_push_config`] and the others; [`TaskStore::supports_push_configs`]
+//!   says whether the component exports it). The host checks those answers too: a config that
+//!   is not a JSON object with a non-empty string `id`, a `get` answering another id, or a
+//!   `list` unsorted, with an id twice, or past its bounds (400 configs, 16 MiB) is
+//!   [`StoreError::Component`].
+//! - A write the component began but cannot say took effect (`outcome-unknown`) is
+//!   [`StoreError::OutcomeUnknown`]: read again before retrying.
 //!
 //! Settings go to components that export the optional `config` interface: `durability`
 //! ([`WasmTaskStoreBuilder::durability`], always passed) and `lock-lease-ms`
@@ -80,19 +77,18 @@
 //! ([`builder_from_selector`]). Where to look: `sandbox/` runs a component under the host's
 //! grants and limits, whatever world it targets (the per-instance state and its parts, the
 //! memory budget, deadlines, the policies, the one registry of replaced WASI functions, the
-//! instance pool); `task_store/` is the `toolnexus:task-store` contract on top of it (the three
-//! versions' bindings, the builder, [`WasmTaskStore`] and the checks of its answers); loading
+//! instance pool); `task_store/` is the `toolnexus:task-store` contract on top of it (the
+//! contract's bindings, the builder, [`WasmTaskStore`] and the checks of its answers); loading
 //! and the engine in `load.rs`, the compiled cache in `cache.rs`, `wasm:` selectors in
 //! `selector.rs`.
 //!
 //! [`TaskStore`]: toolnexus_core::TaskStore
 //! [`TaskStore::get_versioned`]: toolnexus_core::TaskStore::get_versioned
 //! [`TaskStore::save_versioned`]: toolnexus_core::TaskStore::save_versioned
-//! [`TaskStore::save_if`]: toolnexus_core::TaskStore::save_if
 //! [`TaskStore::save_push_config`]: toolnexus_core::TaskStore::save_push_config
 //! [`TaskStore::supports_push_configs`]: toolnexus_core::TaskStore::supports_push_configs
 //! [`StoreError::Conflict`]: toolnexus_core::StoreError::Conflict
-//! [`StoreError::Unsupported`]: toolnexus_core::StoreError::Unsupported
+//! [`StoreError::OutcomeUnknown`]: toolnexus_core::StoreError::OutcomeUnknown
 //! [`StoreError::InvalidQuery`]: toolnexus_core::StoreError::InvalidQuery
 //! [`StoreError::Component`]: toolnexus_core::StoreError::Component
 //! [`StoreError::LimitExceeded`]: toolnexus_core::StoreError::LimitExceeded
@@ -114,9 +110,7 @@ pub use load::{ComponentSource, ECHO_AGENT_COMPONENT, FILE_STORE_COMPONENT, TCK_
 pub use sandbox::policy::quota::{DEFAULT_DISK_QUOTA, ENTRY_BYTES};
 pub use selector::{BUILTIN_COMPONENT, WASM_OPTIONS, builder_from_selector};
 pub use task_store::{
-    CATALOG_INTERFACE, CATALOG_INTERFACE_0_1, CATALOG_INTERFACE_0_2, CONFIG_INTERFACE,
-    CONFIG_INTERFACE_0_1, CONFIG_INTERFACE_0_2, CacheDir, ContractVersion,
-    DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_INSTANCES, DEFAULT_MEMORY_TOTAL, Limits, LoadReport,
-    PUSH_CONFIGS_INTERFACE, STORE_INTERFACE, STORE_INTERFACE_0_1, STORE_INTERFACE_0_2,
-    STORE_PACKAGE, WasmTaskStore, WasmTaskStoreBuilder,
+    CATALOG_INTERFACE, CONFIG_INTERFACE, CONTRACT_VERSION, CacheDir, DEFAULT_MAX_COMPONENT_BYTES,
+    DEFAULT_MAX_INSTANCES, DEFAULT_MEMORY_TOTAL, Limits, LoadReport, PUSH_CONFIGS_INTERFACE,
+    STORE_INTERFACE, STORE_PACKAGE, WasmTaskStore, WasmTaskStoreBuilder,
 };

@@ -385,14 +385,19 @@ export class DirStore {
       this.checkHeld(lock);
       this.renameOver(lock, name);
       if (this.durable) {
-        if (inPlace !== null) {
-          try {
-            inPlace.syncData();
-          } catch (e) {
-            throw ioError('write', recordName, e);
-          }
+        // The new Task file is in place: a flush that fails now leaves a save that may or may
+        // not survive a power loss, which only a re-read can tell.
+        try {
+          if (inPlace !== null) inPlace.syncData();
+          syncDir();
+        } catch (e) {
+          throw new StoreError(
+            'outcome-unknown',
+            `cannot flush ${inPlace !== null ? recordName : 'the directory'} after the save's ` +
+              `rename (${e && e.message ? e.message : errorCode(e)}): the save may or may not ` +
+              'survive a power loss; read the Task again before saving again',
+          );
         }
-        syncDir();
       }
       return version;
     } finally {

@@ -1,5 +1,5 @@
 // The toolnexus file store in JavaScript: a component of the `full-push-task-store` world
-// (wit/task-store.wit, `toolnexus:task-store@0.3.0`), built with componentize-js by ../build.mjs.
+// (wit/task-store.wit, `toolnexus:task-store@0.4.0`), built with componentize-js by ../build.mjs.
 //
 // It keeps one JSON file per Task in the directory the host preopens at `/`, with its version
 // record and (while saving) its lock, in exactly the format of the Rust file store

@@ -1,5 +1,5 @@
 """The toolnexus file store in Python as a component: the exports of the WIT world
-`push-task-store` (wit/task-store.wit, `toolnexus:task-store@0.3.0`), built with componentize-py
+`push-task-store` (wit/task-store.wit, `toolnexus:task-store@0.4.0`), built with componentize-py
 by scripts/build-python-store.sh.
 
 It keeps one JSON file per Task in the directory the host preopens at `/`, with its version
@@ -33,6 +33,8 @@ def _to_wit(e):
         return wit_store.StoreError_Corrupt(e.message)
     if e.tag == "io":
         return wit_store.StoreError_Io(e.message)
+    if e.tag == "outcome-unknown":
+        return wit_store.StoreError_OutcomeUnknown(e.message)
     if e.tag == "conflict":
         return wit_store.StoreError_Conflict(wit_store.VersionConflict(e.current, e.message))
     return wit_store.StoreError_Other(e.message)

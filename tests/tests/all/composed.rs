@@ -236,8 +236,8 @@ fn composition_errors_name_what_does_not_fit() {
     )
     .unwrap_err();
     assert!(matches!(err, ComposeError::NotAMiddleware), "{err}");
-    // The hostile component is a contract 0.1.0 store exporting `store` and `config`; the
-    // guard needs all four interfaces at 0.3.
+    // The hostile component is a store exporting only `store` and `config`; the guard needs
+    // all four interfaces.
     let err = compose(LIFECYCLE_GUARD_COMPONENT, HOSTILE_COMPONENT).unwrap_err();
     let ComposeError::MissingExport { interface } = &err else {
         panic!("expected MissingExport, got {err}");

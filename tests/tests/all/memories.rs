@@ -49,24 +49,31 @@ fn component(
       (local.get $p))
     (func (export "get") (param i32 i32) (result i32)
       {grows}
-      (i32.store (i32.const 0) (i32.const 0))
-      (i32.store (i32.const 4) (i32.const 0))
+      (i64.store (i32.const 0) (i64.const 0))
+      (i64.store (i32.const 8) (i64.const 0))
       (i32.const 0))
-    (func (export "save") (param i32 i32) (result i32)
-      (i32.store (i32.const 0) (i32.const 0))
+    (func (export "save") (param i32 i32 i32 i64) (result i32)
+      (i64.store (i32.const 0) (i64.const 0))
+      (i64.store (i32.const 8) (i64.const 1))
       (i32.const 0)))
   (core instance $i (instantiate $m))
   {spare}
-  (type $store-error (variant (case "invalid-input" string) (case "corrupt" string) (case "io" string) (case "other" string)))
-  (func $get (param "id" string) (result (result (option string) (error $store-error)))
+  (type $version-conflict (record (field "current" (option u64)) (field "message" string)))
+  (type $store-error (variant (case "invalid-input" string) (case "corrupt" string) (case "io" string) (case "conflict" $version-conflict) (case "outcome-unknown" string) (case "other" string)))
+  (type $stored-task (record (field "task" string) (field "version" u64)))
+  (type $condition (variant (case "any") (case "absent") (case "version" u64)))
+  (func $get (param "id" string) (result (result (option $stored-task) (error $store-error)))
     (canon lift (core func $i "get") (memory (core memory $i "memory")) (realloc (core func $i "realloc"))))
-  (func $save (param "task" string) (result (result (error $store-error)))
+  (func $save (param "task" string) (param "condition" $condition) (result (result u64 (error $store-error)))
     (canon lift (core func $i "save") (memory (core memory $i "memory")) (realloc (core func $i "realloc"))))
   (instance $store
+    (export "version-conflict" (type $version-conflict))
     (export "store-error" (type $store-error))
+    (export "stored-task" (type $stored-task))
+    (export "condition" (type $condition))
     (export "get" (func $get))
     (export "save" (func $save)))
-  (export "toolnexus:task-store/store@0.1.0" (instance $store)))"#
+  (export "toolnexus:task-store/store@0.4.0" (instance $store)))"#
     );
     wat::parse_str(text).expect("the fixture is valid WAT")
 }

@@ -242,17 +242,12 @@ fn an_incompatible_version_of_the_contract_is_named() {
     let bytes = wat_component(
         r#"(component
              (instance $store)
-             (export "toolnexus:task-store/store@0.4.0" (instance $store)))"#,
+             (export "toolnexus:task-store/store@0.3.0" (instance $store)))"#,
     );
     let msg = load_error(Some(&bytes));
+    assert!(msg.contains("toolnexus:task-store/store@0.3.0"), "{msg}");
+    assert!(msg.contains("does not speak"), "{msg}");
     assert!(msg.contains("toolnexus:task-store/store@0.4.0"), "{msg}");
-    assert!(msg.contains("incompatible with every one"), "{msg}");
-    assert!(
-        msg.contains("toolnexus:task-store/store@0.3.0")
-            && msg.contains("toolnexus:task-store/store@0.2.0")
-            && msg.contains("toolnexus:task-store/store@0.1.0"),
-        "{msg}"
-    );
 }
 
 #[test]
@@ -261,7 +256,7 @@ fn a_component_that_needs_more_than_wasi_is_refused() {
         r#"(component
              (import "example:net/fetch@0.1.0" (instance (export "fetch" (func (param "url" string)))))
              (instance $store)
-             (export "toolnexus:task-store/store@0.1.0" (instance $store)))"#,
+             (export "toolnexus:task-store/store@0.4.0" (instance $store)))"#,
     );
     let msg = load_error(Some(&bytes));
     assert!(
@@ -276,7 +271,7 @@ fn a_component_with_the_wrong_shape_of_store_is_refused() {
     let bytes = wat_component(
         r#"(component
              (instance $store)
-             (export "toolnexus:task-store/store@0.1.0" (instance $store)))"#,
+             (export "toolnexus:task-store/store@0.4.0" (instance $store)))"#,
     );
     let msg = load_error(Some(&bytes));
     assert!(msg.contains("exports do not match"), "{msg}");

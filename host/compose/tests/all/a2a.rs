@@ -88,7 +88,7 @@ fn the_tck_agent_and_a_guarded_store_compose_too() {
     assert_serves_http_and_needs_only_wasi(&composed);
 }
 
-/// The file store re-exporting only its `store` interface: a real store of contract 0.3 without
+/// The file store re-exporting only its `store` interface: a real store of contract 0.4 without
 /// `catalog` (world `task-store`), made with wac from the file store itself.
 fn store_without_catalog() -> Vec<u8> {
     use wac_graph::{CompositionGraph, EncodeOptions};
@@ -118,31 +118,49 @@ fn a_store_without_catalog_is_named() {
             consumer: Role::Server,
             interface,
         } => assert!(
-            interface.starts_with("toolnexus:task-store/catalog@0.3"),
+            interface.starts_with("toolnexus:task-store/catalog@0.4"),
             "{err}"
         ),
         other => panic!("unexpected error: {other:?}"),
     }
     let text = err.to_string();
     assert!(
-        text.starts_with("the store does not export `toolnexus:task-store/catalog@0.3"),
+        text.starts_with("the store does not export `toolnexus:task-store/catalog@0.4"),
         "{text}"
     );
     assert!(text.ends_with("which the server imports"), "{text}");
 }
 
+/// The file store's `store` interface re-exported under the name of contract 0.3.0, which this
+/// release does not speak.
+fn store_of_contract_0_3() -> Vec<u8> {
+    use wac_graph::{CompositionGraph, EncodeOptions};
+    let mut graph = CompositionGraph::new();
+    let package =
+        Package::from_bytes("file-store", None, FILE_STORE.to_vec(), graph.types_mut()).unwrap();
+    let package = graph.register_package(package).unwrap();
+    let instance = graph.instantiate(package);
+    let store = graph
+        .alias_instance_export(instance, STORE_INTERFACE)
+        .unwrap();
+    graph
+        .export(store, "toolnexus:task-store/store@0.3.0")
+        .unwrap();
+    graph.encode(EncodeOptions::default()).unwrap()
+}
+
 #[test]
 fn a_store_of_an_older_contract_is_named() {
-    // The hostile fixture is a store of contract 0.1.0: no `store@0.3`.
+    let store = store_of_contract_0_3();
     let err = compose_a2a(&A2aParts {
-        store: HOSTILE_COMPONENT,
+        store: &store,
         ..parts()
     })
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "the store does not export `toolnexus:task-store/store@0.3.0`: it is not a task store of \
-         contract 0.3 (wit/task-store.wit)"
+        "the store does not export `toolnexus:task-store/store@0.4.0`: it is not a task store of \
+         contract 0.4 (wit/task-store.wit)"
     );
 }
 

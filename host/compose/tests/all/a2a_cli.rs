@@ -88,7 +88,7 @@ fn parts_that_do_not_fit_exit_2_and_write_nothing() {
     let cases: [(&[&str], &str); 5] = [
         (
             &["a2a", "--store", "hostile.wasm", "-o", "out.wasm"],
-            "the store does not export `toolnexus:task-store/store@0.3.0`",
+            "the store does not export `toolnexus:task-store/catalog@0.4.0`",
         ),
         (
             &["a2a", "--agent", "hostile.wasm", "-o", "out.wasm"],

@@ -1,4 +1,4 @@
-//! Store contract 0.2 on a real PostgreSQL: versions and conditional saves (raced by many
+//! Versions and conditional saves on a real PostgreSQL (raced by many
 //! writers through several stores, each with a pool of its own, as replicas would), the A2A 1.0
 //! listing (newest status timestamp first, filters, keyset pages, total size) checked against
 //! the memory store (the reference semantics), and the migration of a table made by an earlier

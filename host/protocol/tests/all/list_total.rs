@@ -1,5 +1,5 @@
 //! `ListTasks` answers `totalSize` (REQUIRED in A2A 1.0) over a store that cannot count its
-//! listing, as a contract 0.1 component cannot: from a complete first page, or by walking the
+//! listing (a host-supplied store may answer no total): from a complete first page, or by walking the
 //! listing with the query's filters; a store whose listing never moves on is an error, not a
 //! request that never ends.
 

@@ -1,4 +1,4 @@
-//! Any [`TaskStore`] served as the `toolnexus:task-store@0.2.0` imports `store` and `catalog`
+//! Any [`TaskStore`] served as the `toolnexus:task-store` imports `store` and `catalog`
 //! of an embedder's own components ([`add_task_store_to_linker`]).
 //!
 //! What the backend answers is trusted host data and passed on as it is; what a component
@@ -10,12 +10,11 @@ use toolnexus_core::{Expect, ListQuery, StoreError, Task, TaskStore, Timestamp, 
 use wasmtime::component::{HasData, Linker};
 
 /// The bindings of a world that imports the contract's interfaces: only the `store` and
-/// `catalog` imports are used. Served at contract 0.2.0 (`wit/0.2.0/`): components importing
-/// 0.3.0 would see the same `store` and `catalog`, and push configs are the A2A server's
-/// business, not an agent's.
+/// `catalog` imports are used, at the current contract (`wit/`); push configs are the A2A
+/// server's business, not an agent's.
 mod bindings {
     wasmtime::component::bindgen!({
-        path: "../../wit/0.2.0",
+        path: "../../wit",
         world: "task-store-middleware",
         imports: { default: async },
         exports: { default: async },
@@ -31,7 +30,7 @@ pub trait HasTaskStore: Send {
     fn task_store(&mut self) -> &Arc<dyn TaskStore>;
 }
 
-/// Adds the `toolnexus:task-store/store@0.2.0` and `toolnexus:task-store/catalog@0.2.0` imports
+/// Adds the `toolnexus:task-store/store@0.4.0` and `toolnexus:task-store/catalog@0.4.0` imports
 /// to `linker`, each call served by the [`TaskStore`] that [`HasTaskStore::task_store`] gives
 /// for the calling instance: memory, a directory, PostgreSQL, or a store component
 /// ([`WasmTaskStore`](crate::WasmTaskStore)).
@@ -41,8 +40,9 @@ pub trait HasTaskStore: Send {
 /// the contract's `store-error` by whose fault they are: a Task, id or query the caller got
 /// wrong (or a store refused by a rule of its own) is `invalid-input`, a failed condition is
 /// `conflict` with the stored version, bad stored data is `corrupt`, storage and connection
-/// failures are `io`, and everything else (a failing store component, a backend without
-/// versions or listing) is `other`, each with the backend's message.
+/// failures are `io`, a write whose outcome the backend cannot know is `outcome-unknown`, and
+/// everything else (a failing store component, a backend without versions or listing) is
+/// `other`, each with the backend's message.
 pub fn add_task_store_to_linker<T: HasTaskStore + 'static>(
     linker: &mut Linker<T>,
 ) -> wasmtime::Result<()> {
@@ -139,9 +139,8 @@ fn to_wit(err: StoreError) -> store::StoreError {
         | StoreError::TaskTooLarge { .. }
         | StoreError::Rejected { .. } => store::StoreError::InvalidInput(message),
         StoreError::Corrupt { .. } => store::StoreError::Corrupt(message),
-        StoreError::Io { .. }
-        | StoreError::Unavailable { .. }
-        | StoreError::OutcomeUnknown { .. } => store::StoreError::Io(message),
+        StoreError::Io { .. } | StoreError::Unavailable { .. } => store::StoreError::Io(message),
+        StoreError::OutcomeUnknown { .. } => store::StoreError::OutcomeUnknown(message),
         _ => store::StoreError::Other(message),
     }
 }

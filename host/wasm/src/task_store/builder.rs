@@ -11,7 +11,7 @@ use crate::sandbox::wasi_overrides;
 use crate::task_store::contract::Exports;
 use crate::task_store::limits::{DEFAULT_MAX_COMPONENT_BYTES, DEFAULT_MAX_INSTANCES, Limits};
 use crate::task_store::store::WasmTaskStore;
-use crate::task_store::version::{STORE_PACKAGE, check_world};
+use crate::task_store::version::{STORE_INTERFACE, STORE_PACKAGE, check_world};
 use crate::task_store::world::TaskStoreWorld;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -215,7 +215,7 @@ impl WasmTaskStoreBuilder {
         )
         .map_err(&load_err)?;
         let load = started.elapsed();
-        let version = check_world(engine, &component).map_err(&load_err)?;
+        check_world(engine, &component).map_err(&load_err)?;
 
         let mut linker = Linker::<InstanceState>::new(engine);
         wasi_overrides::add_to_linker(&mut linker).map_err(|e| load_err(format!("{e:#}")))?;
@@ -224,10 +224,10 @@ impl WasmTaskStoreBuilder {
                 "it needs imports this host does not grant (only WASI is granted): {e:#}"
             ))
         })?;
-        let exports = Exports::new(version, &pre).map_err(|e| {
+        let exports = Exports::new(&pre).map_err(|e| {
             load_err(format!(
-                "not a component of the {STORE_PACKAGE} world: its exports do not match {}: {e:#}",
-                version.store_interface()
+                "not a component of the {STORE_PACKAGE} world: its exports do not match \
+                 {STORE_INTERFACE}: {e:#}"
             ))
         })?;
         let mut settings = vec![(
@@ -242,16 +242,14 @@ impl WasmTaskStoreBuilder {
             let millis = u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
             settings.push(("lock-lease-ms".to_owned(), millis.to_string()));
         }
-        if version.has_versions() {
-            // This host checks every `get` answer in full ([`WasmTaskStore::get_checked`]):
-            // a store need not scan what it returns a first time.
-            settings.push(("answers-checked".to_owned(), "true".to_owned()));
-            // `open-at` of a FIFO, socket or device answers `not-permitted`
-            // (`sandbox::policy::special_files`, Linux): a store need not look at a name
-            // before opening it.
-            #[cfg(target_os = "linux")]
-            settings.push(("special-files-refused".to_owned(), "true".to_owned()));
-        }
+        // This host checks every `get` answer in full ([`WasmTaskStore::get_checked`]): a
+        // store need not scan what it returns a first time.
+        settings.push(("answers-checked".to_owned(), "true".to_owned()));
+        // `open-at` of a FIFO, socket or device answers `not-permitted`
+        // (`sandbox::policy::special_files`, Linux): a store need not look at a name before
+        // opening it.
+        #[cfg(target_os = "linux")]
+        settings.push(("special-files-refused".to_owned(), "true".to_owned()));
         // What the directory holds now, the start of the quota's count.
         let disk = if self.read_only {
             None

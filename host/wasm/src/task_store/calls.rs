@@ -7,15 +7,14 @@ use crate::sandbox::call::Run;
 use crate::task_store::contract::{ListArgs, VersionConflict, WitError};
 use crate::task_store::store::WasmTaskStore;
 use crate::task_store::store_op::op;
-use crate::task_store::version::ContractVersion;
 use toolnexus_core::{
     Expect, Limit, ListQuery, PushConfig, StoreError, Task, TaskPage, TaskStore, Timestamp,
     check_id,
 };
 
 impl WasmTaskStore {
-    /// `get`, its answer checked: the Task asked for, no larger than the limit, and from a 0.2
-    /// or later component its version (never 0); `None` as the version from a 0.1 component.
+    /// `get`, its answer checked: the Task asked for, no larger than the limit, and its version
+    /// (never 0) unless it was not `version_wanted` and the component answered through `lean`.
     async fn get_checked(
         &self,
         id: &str,
@@ -75,10 +74,9 @@ impl WasmTaskStore {
         Ok(Some((task, version)))
     }
 
-    /// `save` on the condition `expect` (only [`Expect::Any`] for a 0.1 component), its answer
-    /// checked: the new version from a 0.2 component (`None` from a 0.1 one), or
+    /// `save` on the condition `expect`, its answer checked: the new version, or
     /// [`StoreError::Conflict`].
-    async fn save_checked(&self, task: &Task, expect: Expect) -> Result<Option<u64>, StoreError> {
+    async fn save_checked(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
         let id = task.id().to_owned();
         let size = task.as_json().len();
         let max = self.limits.max_task_bytes;
@@ -108,23 +106,22 @@ impl WasmTaskStore {
                     })
                 }),
             )
-            .await?;
+            .await
+            .map_err(|e| self.write_error(&format!("the save of {id:?}"), e))?;
         let version = match answer {
             Ok(version) => version,
             Err(conflict) => return Err(self.conflict_error(id, expect, conflict)),
         };
-        if let Some(version) = version {
-            let expected = match expect {
-                Expect::Any => (1..=u64::MAX).contains(&version),
-                Expect::Absent => version == 1,
-                Expect::Version(v) => version == v.saturating_add(1),
-            };
-            if !expected {
-                return Err(self.component_error(format!(
-                    "save of {id:?} expecting {expect} returned version {version} \
-                     (a first save is version 1, each later one the version before plus one)"
-                )));
-            }
+        let expected = match expect {
+            Expect::Any => (1..=u64::MAX).contains(&version),
+            Expect::Absent => version == 1,
+            Expect::Version(v) => version == v.saturating_add(1),
+        };
+        if !expected {
+            return Err(self.component_error(format!(
+                "save of {id:?} expecting {expect} returned version {version} \
+                 (a first save is version 1, each later one the version before plus one)"
+            )));
         }
         Ok(version)
     }
@@ -177,44 +174,33 @@ impl TaskStore for WasmTaskStore {
         self.save_checked(task, Expect::Any).await.map(|_| ())
     }
 
-    /// A 0.2 or later component keeps versions; a 0.1 one cannot.
     fn supports_versions(&self) -> bool {
-        WasmTaskStore::supports_versions(self)
+        true
     }
 
     async fn get_versioned(&self, id: &str) -> Result<Option<(Task, u64)>, StoreError> {
-        self.require_versions("versions")?;
         match self.get_checked(id, true).await? {
             None => Ok(None),
             Some((task, Some(version))) => Ok(Some((task, version))),
+            // `store.get` answers a version by its type; only `lean.get-text` does not, and it
+            // is not called when the version is wanted.
             Some((_, None)) => {
-                unreachable!("a contract 0.2 or later component's get answers a version")
+                Err(self.component_error(format!("get({id:?}) answered without a version")))
             }
         }
     }
 
-    /// By a contract 0.2 or later component's conditional `save`; a 0.1 component has no versions, and
-    /// this answers [`StoreError::Unsupported`] (operation `versions`).
+    /// By the component's conditional `save`.
     async fn save_versioned(&self, task: &Task, expect: Expect) -> Result<u64, StoreError> {
-        self.require_versions("versions")?;
-        match self.save_checked(task, expect).await? {
-            Some(version) => Ok(version),
-            None => unreachable!("a contract 0.2 or later component's save answers a version"),
-        }
+        self.save_checked(task, expect).await
     }
 
-    /// A contract 0.2 or later component lists newest status timestamp first and reports the total
-    /// size; a 0.1 component lists in id order, reports no total size (`None`), and answers
-    /// [`StoreError::Unsupported`] for a query with `status_timestamp_after`.
+    /// Newest status timestamp first, with the total size, as the component answers it.
     async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
         self.require_catalog("list")?;
-        let version = self.contract_version();
         let status_timestamp_after = match query.status_timestamp_after {
             None => None,
-            Some(at) => {
-                self.require_versions("list filter status-timestamp-after")?;
-                Some(rfc3339(at)?)
-            }
+            Some(at) => Some(rfc3339(at)?),
         };
         let args = ListArgs {
             context_id: query.context_id.clone(),
@@ -223,8 +209,8 @@ impl TaskStore for WasmTaskStore {
             page_size: u32::try_from(query.limit()).unwrap_or(u32::MAX),
             page_token: query.page_token.clone(),
         };
-        // From 0.2 on, `invalid-input` to `list` is the query's fault (a page token the store
-        // did not make): it comes back apart from the other errors.
+        // `invalid-input` to `list` is the query's fault (a page token the store did not make):
+        // it comes back apart from the other errors.
         let answer = self
             .pool
             .call(
@@ -234,11 +220,7 @@ impl TaskStore for WasmTaskStore {
                     Box::pin(async move {
                         Ok(match i.api.list(&mut i.store, args).await? {
                             Ok(page) => Ok(Ok(page)),
-                            Err(WitError::InvalidInput(reason))
-                                if version != ContractVersion::V0_1 =>
-                            {
-                                Ok(Err(reason))
-                            }
+                            Err(WitError::InvalidInput(reason)) => Ok(Err(reason)),
                             Err(e) => Err(e),
                         })
                     })
@@ -256,12 +238,11 @@ impl TaskStore for WasmTaskStore {
                 query.limit()
             )));
         }
-        if let Some(total) = page.total_size
-            && total < page.tasks.len() as u64
-        {
+        if page.total_size < page.tasks.len() as u64 {
             return Err(self.component_error(format!(
-                "list returned {} Tasks and a total size of {total}",
-                page.tasks.len()
+                "list returned {} Tasks and a total size of {}",
+                page.tasks.len(),
+                page.total_size
             )));
         }
         let mut tasks = Vec::with_capacity(page.tasks.len());
@@ -280,7 +261,7 @@ impl TaskStore for WasmTaskStore {
         Ok(TaskPage {
             tasks,
             next_page_token: page.next_page_token,
-            total_size: page.total_size,
+            total_size: Some(page.total_size),
         })
     }
 
@@ -288,6 +269,7 @@ impl TaskStore for WasmTaskStore {
         check_id(id)?;
         self.require_catalog("delete")?;
         let id = id.to_owned();
+        let task_id = id.clone();
         self.pool
             .call(
                 Run::Blocking,
@@ -297,11 +279,11 @@ impl TaskStore for WasmTaskStore {
                 }),
             )
             .await
+            .map_err(|e| self.write_error(&format!("the delete of {task_id:?}"), e))
     }
 
-    /// A contract 0.3 component that exports `push-configs` keeps them; 0.1 and 0.2 ones
-    /// cannot, and the four methods answer [`StoreError::Unsupported`] (operation
-    /// `push notification configs`).
+    /// A component that exports `push-configs` keeps them; for one that does not, the four
+    /// methods answer [`StoreError::Unsupported`] (operation `push notification configs`).
     fn supports_push_configs(&self) -> bool {
         WasmTaskStore::supports_push_configs(self)
     }

@@ -1,5 +1,5 @@
-//! The `toolnexus:task-store` contract on top of the sandbox: the bindings of the three contract
-//! versions ([`contract`], [`version`]), the world as the pool runs it ([`world`]), the builder
+//! The `toolnexus:task-store` contract on top of the sandbox: its bindings and version
+//! ([`contract`], [`version`]), the world as the pool runs it ([`world`]), the builder
 //! ([`builder`]) and [`WasmTaskStore`] ([`store`]) with its [`TaskStore`] methods and the
 //! checks of their answers ([`calls`], the push configs' in [`push_calls`]), each one call on
 //! the pool ([`store_op`]).
@@ -22,7 +22,6 @@ pub use limits::{
 };
 pub use store::WasmTaskStore;
 pub use version::{
-    CATALOG_INTERFACE, CATALOG_INTERFACE_0_1, CATALOG_INTERFACE_0_2, CONFIG_INTERFACE,
-    CONFIG_INTERFACE_0_1, CONFIG_INTERFACE_0_2, ContractVersion, PUSH_CONFIGS_INTERFACE,
-    STORE_INTERFACE, STORE_INTERFACE_0_1, STORE_INTERFACE_0_2, STORE_PACKAGE,
+    CATALOG_INTERFACE, CONFIG_INTERFACE, CONTRACT_VERSION, PUSH_CONFIGS_INTERFACE, STORE_INTERFACE,
+    STORE_PACKAGE,
 };

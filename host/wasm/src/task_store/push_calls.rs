@@ -1,4 +1,4 @@
-//! The push-config methods of a [`WasmTaskStore`] (contract 0.3's `push-configs`): each runs one
+//! The push-config methods of a [`WasmTaskStore`] (the contract's `push-configs`): each runs one
 //! call of the component on the sandbox's pool, under the same deadline and limits as every
 //! other call, and checks its answer before it is believed. A component's answer is hostile:
 //! `get` must answer the config asked for, `list` a bounded list of configs sorted by id with
@@ -34,6 +34,7 @@ impl WasmTaskStore {
     ) -> Result<(), StoreError> {
         self.require_push_configs()?;
         check_id(task_id)?;
+        let what = format!("the push config change of task {task_id:?}");
         let task_id = task_id.to_owned();
         let config = config.clone();
         self.pool
@@ -48,6 +49,7 @@ impl WasmTaskStore {
                 }),
             )
             .await
+            .map_err(|e| self.write_error(&what, e))
     }
 
     /// `get`, its answer checked: a config whose id is `config_id`.
@@ -155,6 +157,7 @@ impl WasmTaskStore {
         self.require_push_configs()?;
         check_id(task_id)?;
         check_config_id(config_id)?;
+        let what = format!("the push config delete of task {task_id:?}");
         let (task_id, config_id) = (task_id.to_owned(), config_id.to_owned());
         self.pool
             .call(
@@ -168,6 +171,7 @@ impl WasmTaskStore {
                 }),
             )
             .await
+            .map_err(|e| self.write_error(&what, e))
     }
 
     /// A config the component answered, checked as the caller's are: JSON text of an object

@@ -6,7 +6,7 @@
 use crate::load::ComponentSource;
 use crate::sandbox::pool::InstancePool;
 use crate::task_store::limits::Limits;
-use crate::task_store::version::{ContractVersion, PUSH_CONFIGS_INTERFACE};
+use crate::task_store::version::{CATALOG_INTERFACE, PUSH_CONFIGS_INTERFACE};
 use crate::task_store::world::TaskStoreWorld;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -77,22 +77,8 @@ impl WasmTaskStore {
         self.pool.world.exports.has_lean()
     }
 
-    /// The version of the contract the component targets.
-    pub fn contract_version(&self) -> ContractVersion {
-        self.pool.world.exports.version()
-    }
-
-    /// Whether the component keeps versions ([`TaskStore::get_versioned`],
-    /// [`TaskStore::save_versioned`]): contract 0.2 and later components do, 0.1 ones do not.
-    ///
-    /// [`TaskStore::get_versioned`]: toolnexus_core::TaskStore::get_versioned
-    /// [`TaskStore::save_versioned`]: toolnexus_core::TaskStore::save_versioned
-    pub fn supports_versions(&self) -> bool {
-        self.contract_version().has_versions()
-    }
-
-    /// Whether the component keeps push-notification configs: it targets contract 0.3 and
-    /// exports the optional `push-configs` interface.
+    /// Whether the component keeps push-notification configs: it exports the optional
+    /// `push-configs` interface.
     pub fn supports_push_configs(&self) -> bool {
         self.pool.world.exports.has_push_configs()
     }
@@ -103,28 +89,11 @@ impl WasmTaskStore {
         }
         Err(StoreError::Unsupported {
             store: format!(
-                "store component {} (it does not export {})",
+                "store component {} (it does not export {CATALOG_INTERFACE})",
                 self.pool.config.name,
-                self.contract_version().catalog_interface()
             ),
             operation,
         })
-    }
-
-    /// `operation` is something only contract 0.2 and later components can do.
-    pub(super) fn require_versions(&self, operation: &'static str) -> Result<(), StoreError> {
-        match self.contract_version() {
-            ContractVersion::V0_1 => Err(StoreError::Unsupported {
-                store: format!(
-                    "store component {} (it targets {}, without {operation}, which came in {})",
-                    self.pool.config.name,
-                    ContractVersion::V0_1,
-                    ContractVersion::V0_2
-                ),
-                operation,
-            }),
-            _ => Ok(()),
-        }
     }
 
     /// The component exports `push-configs`; else [`StoreError::Unsupported`], with the
@@ -133,17 +102,11 @@ impl WasmTaskStore {
         if self.supports_push_configs() {
             return Ok(());
         }
-        let version = self.contract_version();
-        let why = if version.has_push_configs() {
-            format!("it does not export {PUSH_CONFIGS_INTERFACE}")
-        } else {
-            format!(
-                "it targets {version}, without push configs, which came in {}",
-                ContractVersion::V0_3
-            )
-        };
         Err(StoreError::Unsupported {
-            store: format!("store component {} ({why})", self.pool.config.name),
+            store: format!(
+                "store component {} (it does not export {PUSH_CONFIGS_INTERFACE})",
+                self.pool.config.name
+            ),
             operation: "push notification configs",
         })
     }
@@ -165,6 +128,27 @@ impl WasmTaskStore {
 
     pub(super) fn limit_error(&self, limit: Limit) -> StoreError {
         self.pool.config.limit_error(limit)
+    }
+
+    /// The error of a write call (`what`: a save, a delete, a push-config change) as its caller
+    /// should see it: a call stopped at its deadline may have renamed or removed its file
+    /// before it was stopped, so the host cannot say whether it took effect
+    /// ([`StoreError::OutcomeUnknown`], which tells the caller to read again); every other
+    /// failure is kept as it is.
+    pub(super) fn write_error(&self, what: &str, err: StoreError) -> StoreError {
+        match err {
+            StoreError::LimitExceeded {
+                limit: Limit::Timeout(after),
+                ..
+            } => StoreError::OutcomeUnknown {
+                store: format!("store component {}", self.pool.config.name),
+                reason: format!(
+                    "{what} was stopped at its deadline of {after:?}, possibly after it took \
+                     effect: read again before retrying"
+                ),
+            },
+            other => other,
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use toolnexus_core::StoreError;
 use wasmtime::Store;
 use wasmtime::component::Instance as ComponentInstance;
 
-/// A store component's exports, of the contract version it targets, and its settings.
+/// A store component's exports and its settings.
 pub(crate) struct TaskStoreWorld {
     pub(crate) exports: Exports,
     /// Passed to `config.configure` of every fresh instance, if the component exports it.
@@ -53,6 +53,14 @@ impl World for TaskStoreWorld {
                 ),
                 std::io::Error::other(sanitize(&msg)),
             ),
+            WitError::OutcomeUnknown(msg) => StoreError::OutcomeUnknown {
+                store: format!(
+                    "store component {} over {}",
+                    sandbox.name,
+                    self.dir.display()
+                ),
+                reason: sanitize(&msg),
+            },
             WitError::Other(msg) => sandbox.component_error(sanitize(&msg)),
             // Only a conditional `save` can conflict, and its caller takes that answer before
             // it gets here (`WasmTaskStore::save_versioned`).

@@ -103,7 +103,7 @@ fn endless_store() -> Vec<u8> {
     (func (export "save") (param i32 i32 i32 i64) (result i32) (loop $forever (br $forever)) (i32.const 0)))
   (core instance $i (instantiate $m))
   (type $version-conflict (record (field "current" (option u64)) (field "message" string)))
-  (type $store-error (variant (case "invalid-input" string) (case "corrupt" string) (case "io" string) (case "conflict" $version-conflict) (case "other" string)))
+  (type $store-error (variant (case "invalid-input" string) (case "corrupt" string) (case "io" string) (case "conflict" $version-conflict) (case "outcome-unknown" string) (case "other" string)))
   (type $stored-task (record (field "task" string) (field "version" u64)))
   (type $condition (variant (case "any") (case "absent") (case "version" u64)))
   (func $get (param "id" string) (result (result (option $stored-task) (error $store-error)))

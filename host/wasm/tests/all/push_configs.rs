@@ -1,4 +1,4 @@
-//! Contract 0.3.0's `push-configs`: a tiny 0.3.0 component written in the component text format
+//! The contract's `push-configs`: a tiny component written in the component text format
 //! whose answers are whatever a test gives it, so every answer the contract rules out is seen
 //! to be a component error (a config of another id, an unsorted list, an id twice, too many or
 //! too large configs, text that is not a config); and the built-in file store, whose configs
@@ -9,8 +9,7 @@ use std::fmt::Write as _;
 use std::time::Duration;
 use toolnexus_core::{PushConfig, StoreError, Task, TaskStore};
 use toolnexus_wasm::{
-    CacheDir, ComponentSource, ContractVersion, PUSH_CONFIGS_INTERFACE, STORE_INTERFACE,
-    WasmTaskStore,
+    CacheDir, ComponentSource, PUSH_CONFIGS_INTERFACE, STORE_INTERFACE, WasmTaskStore,
 };
 
 /// What the fixture's `push-configs` answers: `get` this text (or `none`) whatever is asked,
@@ -29,11 +28,11 @@ fn wat_bytes(bytes: &[u8]) -> String {
     out
 }
 
-/// A 0.3.0 store with `push-configs` (and no catalog): `store.get` finds nothing, `store.save`
+/// A store with `push-configs` (and no catalog): `store.get` finds nothing, `store.save`
 /// answers version 1, `push-configs.set` succeeds, `delete` answers `true`, and `get` and
 /// `list` answer [`Answers`]. Strings sit in data segments from 4096 on (the same text once);
 /// the bump allocator for the host's arguments starts past them.
-fn component_0_3(answers: &Answers) -> Vec<u8> {
+fn component(answers: &Answers) -> Vec<u8> {
     let mut data = String::new();
     let mut at = 4096usize;
     let mut placed: HashMap<String, (usize, usize)> = HashMap::new();
@@ -109,7 +108,7 @@ fn component_0_3(answers: &Answers) -> Vec<u8> {
       (i32.const 0)))
   (core instance $i (instantiate $m))
   (type $version-conflict (record (field "current" (option u64)) (field "message" string)))
-  (type $store-error (variant (case "invalid-input" string) (case "corrupt" string) (case "io" string) (case "conflict" $version-conflict) (case "other" string)))
+  (type $store-error (variant (case "invalid-input" string) (case "corrupt" string) (case "io" string) (case "conflict" $version-conflict) (case "outcome-unknown" string) (case "other" string)))
   (type $stored-task (record (field "task" string) (field "version" u64)))
   (type $condition (variant (case "any") (case "absent") (case "version" u64)))
   (func $get (param "id" string) (result (result (option $stored-task) (error $store-error)))
@@ -149,7 +148,7 @@ fn build(answers: &Answers) -> WasmTaskStore {
     let tmp = tempfile::tempdir().unwrap();
     WasmTaskStore::builder(ComponentSource::Bytes {
         name: "push.wasm".into(),
-        bytes: component_0_3(answers).into(),
+        bytes: component(answers).into(),
     })
     .cache(CacheDir::Off)
     .dir(tmp.path())
@@ -173,12 +172,11 @@ fn assert_component_error<T: std::fmt::Debug>(result: Result<T, StoreError>, say
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_0_3_component_with_push_configs_is_served_and_its_good_answers_believed() {
+async fn a_component_with_push_configs_is_served_and_its_good_answers_believed() {
     let store = build(&Answers {
         get: Some(r#"{"id":"c1","url":"https://example.com/a"}"#),
         list: vec![r#"{"id":"a"}"#, r#"{"id":"b","n":1}"#, r#"{"id":"ba"}"#],
     });
-    assert_eq!(store.contract_version(), ContractVersion::V0_3);
     assert!(store.supports_push_configs());
     assert!(TaskStore::supports_push_configs(&store));
     store

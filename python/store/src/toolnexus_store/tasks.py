@@ -276,12 +276,19 @@ class TaskDir:
             self.check_held(lock)
             self.rename_over(lock, name)
             if self.durable:
-                if in_place is not None:
-                    try:
+                # The new Task file is in place: a flush that fails now leaves a save that may
+                # or may not survive a power loss, which only a re-read can tell.
+                try:
+                    if in_place is not None:
                         sync_data(in_place)
-                    except OSError as e:
-                        raise io_error("write", record_name, e)
-                self.dir.sync_dir()
+                    self.dir.sync_dir()
+                except (OSError, StoreError) as e:
+                    raise StoreError(
+                        "outcome-unknown",
+                        "cannot flush %s after the save's rename (%s): the save may or may not "
+                        "survive a power loss; read the Task again before saving again"
+                        % (record_name if in_place is not None else "the directory", e),
+                    )
             return version
         finally:
             if in_place is not None:

@@ -17,6 +17,26 @@ async fn an_endless_loop_hits_the_deadline_and_the_store_recovers() {
     still_serves(&store).await;
 }
 
+/// A write stopped at its deadline may have taken effect before it was stopped (a file store
+/// that renamed its file, then wedged): the caller is told the outcome is unknown, so it reads
+/// again rather than retrying blindly. A read stopped the same way is a plain timeout.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_save_stopped_at_its_deadline_has_an_unknown_outcome() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = open(tmp.path());
+    let task = toolnexus::Task::from_json(r#"{"id":"loop"}"#).unwrap();
+    let err = store.save(&task).await.unwrap_err();
+    match &err {
+        StoreError::OutcomeUnknown { reason, .. } => {
+            assert!(reason.contains("the save of \"loop\""), "{err}");
+            assert!(reason.contains("deadline of 300ms"), "{err}");
+        }
+        other => panic!("expected OutcomeUnknown, got {other:?}"),
+    }
+    assert_eq!(err.blame(), toolnexus::Blame::Environment);
+    still_serves(&store).await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn unbounded_memory_growth_hits_the_memory_limit() {
     let tmp = tempfile::tempdir().unwrap();

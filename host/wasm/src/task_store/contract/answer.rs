@@ -1,12 +1,11 @@
-//! What the calls of every contract version answer, in one shape: the component's own error as
-//! the current contract's `store-error` (every earlier version's cases are among its cases), a
-//! list query as the component receives it and a page as it answered.
+//! What the calls answer: the component's own error (`store-error`), a list query as the
+//! component receives it and a page as it answered.
 
-use super::bindings::v0_3;
+use super::bindings::wit;
 
-/// A component's own error, in the current (0.3) shape.
-pub(crate) use v0_3::store::StoreError as WitError;
-pub(crate) use v0_3::store::VersionConflict;
+/// A component's own error.
+pub(crate) use wit::store::StoreError as WitError;
+pub(crate) use wit::store::VersionConflict;
 
 /// What a call answered: a trap (outer `Err`) or the component's answer, whose `Err` is its own
 /// error.
@@ -27,6 +26,5 @@ pub(crate) struct ListArgs {
 pub(crate) struct Page {
     pub(crate) tasks: Vec<String>,
     pub(crate) next_page_token: Option<String>,
-    /// `None` from a 0.1 component, which cannot tell.
-    pub(crate) total_size: Option<u64>,
+    pub(crate) total_size: u64,
 }

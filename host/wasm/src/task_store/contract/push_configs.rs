@@ -1,10 +1,10 @@
-//! Contract 0.3.0's optional `push-configs` interface: where a component exports it, and its
+//! The contract's optional `push-configs` interface: where a component exports it, and its
 //! four calls in one instance. The answers are checked by the caller
 //! (`task_store::push_calls`), not here.
 
 use crate::sandbox::state::InstanceState;
 use crate::task_store::contract::answer::Answer;
-use crate::task_store::contract::bindings::v0_3::push_configs;
+use crate::task_store::contract::bindings::wit::push_configs;
 use wasmtime::Store;
 use wasmtime::component::{Instance as ComponentInstance, InstancePre};
 
