@@ -416,6 +416,30 @@ test('a lock the host refuses to move is waited for, not broken', async () => {
   assert.deepEqual(names(dir), ['.~h.l']);
 });
 
+test('a flush that fails after the rename is an unknown outcome', async () => {
+  // The new Task file is in place when the directory flush fails: whether the save survives a
+  // power loss is unknown, and the caller is told so (not "io", which promises that nothing
+  // changed).
+  const dir = tempDir();
+  const { DirStore } = await openInstance(dir);
+  const s = new DirStore(true, 400);
+  assert.equal(s.save(task('u', { n: 1 }), any), 1n);
+  const sync = wasiFilesystem.Descriptor.prototype.sync;
+  wasiFilesystem.Descriptor.prototype.sync = function () {
+    throw 'io';
+  };
+  let r;
+  try {
+    r = attempt(() => s.save(task('u', { n: 2 }), at(1)));
+  } finally {
+    wasiFilesystem.Descriptor.prototype.sync = sync;
+  }
+  assert.equal(r.err?.tag, 'outcome-unknown', shown(r));
+  assert.match(r.err.message, /after the save's rename/);
+  // Reading again tells: here the save did take effect.
+  assert.deepEqual(s.get('u'), { text: task('u', { n: 2 }), version: 2n });
+});
+
 test('a slow flush renews, then checks, and a lock taken over meanwhile writes no record', async () => {
   // The flush takes longer than a quarter lease, and meanwhile the lock was broken and taken by
   // another writer. The save renews, then finds the lock is not its own and gives up before

@@ -136,6 +136,24 @@ class Versions(StoreTest):
         self.assert_error("invalid-input", self.store.get, "")
         self.assertEqual(self.files(), [])
 
+    def test_a_flush_that_fails_after_the_rename_is_an_unknown_outcome(self):
+        # The new Task file is in place when the directory flush fails: whether the save
+        # survives a power loss is unknown, and the caller is told so (not "io", which promises
+        # that nothing changed).
+        self.assertEqual(self.store.save(task("t", n=1), ("any",)), 1)
+
+        def failing_sync(_dir):
+            raise OSError(5, "Input/output error")
+
+        with mock.patch.object(Dir, "sync_dir", failing_sync):
+            error = self.assert_error(
+                "outcome-unknown", self.store.save, task("t", n=2), ("version", 1)
+            )
+        self.assertIn("after the save's rename", error.message)
+        self.assertIn("read the Task again", error.message)
+        # Reading again tells: here the save did take effect.
+        self.assertEqual(json.loads(self.store.get("t")[0])["n"], 2)
+
     def test_files_that_are_not_tasks_are_corrupt_never_a_miss(self):
         os.mkdir(os.path.join(self.root, "dir.json"))
         os.symlink("/etc/passwd", os.path.join(self.root, "link.json"))
