@@ -6,9 +6,9 @@
 //   node node-host/main.mjs --dir <store-dir> [--bindings <dir>] [--durability full|relaxed]
 //        [--lock-lease-ms <ms>] [--versions] [--total] <command> ...
 //
-// The component must export `toolnexus:task-store@0.3.0` (wit/task-store.wit); one exporting
-// 0.2.0 (wit/0.2.0/) runs too, without push configs, and one exporting 0.1.0 (wit/0.1.0/)
-// without versions or conditions either.
+// The component must export `toolnexus:task-store@0.4.0` (wit/task-store.wit), the one contract
+// version the Rust host speaks as well; one exporting another version is refused with a message
+// naming its version and 0.4.0 (see "Contract versions" in docs/write-your-own-store.md).
 //
 // Commands (one line of output per Task, JSON text exactly as the store returned it):
 //   get <id>...        the Task with each id, or `null`; with no ids, the ids are read from
@@ -77,38 +77,18 @@ export function acceptMutateDirectoryOnOpen(Descriptor) {
   Descriptor.prototype.openAt = patched;
 }
 
-/** The contract versions this program drives, newest first. */
-const CONTRACTS = ['0.3.0', '0.2.0', '0.1.0'];
-
-/**
- * A 0.1.0 store (`get` → `option<string>`, `save(task)` → `()`) behind the 0.2.0 signatures:
- * versions are `undefined` and a save takes no condition but `any`.
- */
-function fromContract010(store) {
-  return {
-    get(id) {
-      const task = store.get(id);
-      return task === undefined || task === null ? undefined : { task, version: undefined };
-    },
-    save(task, condition = { tag: 'any' }) {
-      if (condition.tag !== 'any') {
-        throw { payload: { tag: 'other', val: 'this component implements toolnexus:task-store@0.1.0: no conditional saves' } };
-      }
-      store.save(task);
-      return undefined;
-    },
-  };
-}
+/** The contract version this program drives (wit/task-store.wit). */
+const CONTRACT = '0.4.0';
 
 /**
  * Instantiates the transpiled store component over `dir` and configures it as the Rust host
  * does (`durability`, and `lock-lease-ms` when given), but without `answers-checked`: this host
  * does not check what `get` answers, so the component checks its Task files itself. Returns the
- * interfaces in their 0.3.0 shape (`store`: `get(id)` → `{ task, version }` or `undefined`;
- * `save(task, condition)` → the new version, a BigInt; `catalog`: `list(query)` →
- * `{ tasks, nextPageToken, totalSize }`, `delete(id)`; `pushConfigs`: `set`, `get`, `list`,
- * `delete`, `undefined` for a component without them) and the contract version the component
- * implements.
+ * interfaces (`store`: `get(id)` → `{ task, version }` or `undefined`; `save(task, condition)` →
+ * the new version, a BigInt; `catalog`: `list(query)` → `{ tasks, nextPageToken, totalSize }`,
+ * `delete(id)`; `pushConfigs`: `set`, `get`, `list`, `delete`, `undefined` for a component
+ * without them). Throws if the component does not export `store` at contract 0.4.0, naming the
+ * version it exports instead.
  */
 export async function openFileStore({ bindings, dir, durability = 'full', lockLeaseMs }) {
   acceptMutateDirectoryOnOpen(filesystemTypes.Descriptor);
@@ -121,16 +101,19 @@ export async function openFileStore({ bindings, dir, durability = 'full', lockLe
     async (name) => WebAssembly.compile(await readFile(join(bindings, name))),
     shim.getImportObject(),
   );
-  const contract = CONTRACTS.find((v) => component[`toolnexus:task-store/store@${v}`]);
-  if (!contract) {
-    throw new Error(`${bindings} exports no toolnexus:task-store/store@{${CONTRACTS.join(',')}}`);
+  const pick = (name) => component[`toolnexus:task-store/${name}@${CONTRACT}`];
+  if (!pick('store')) {
+    const other = Object.keys(component).find((k) => k.startsWith('toolnexus:task-store/store@'));
+    throw new Error(
+      other
+        ? `${bindings}: the component exports toolnexus:task-store@${other.split('@')[1]}, but this program speaks only ${CONTRACT}: rebuild it against wit/task-store.wit`
+        : `${bindings} exports no toolnexus:task-store/store@${CONTRACT}`,
+    );
   }
-  const pick = (name) => component[`toolnexus:task-store/${name}@${contract}`];
   const settings = [['durability', durability]];
   if (lockLeaseMs !== undefined) settings.push(['lock-lease-ms', String(lockLeaseMs)]);
   pick('config')?.configure(settings);
-  const store = contract === '0.1.0' ? fromContract010(pick('store')) : pick('store');
-  return { store, catalog: pick('catalog'), pushConfigs: pick('push-configs'), contract };
+  return { store: pick('store'), catalog: pick('catalog'), pushConfigs: pick('push-configs') };
 }
 
 /** A `--if` value as a WIT `condition`. */
@@ -190,7 +173,7 @@ async function main() {
     ? resolve(process.env.CARGO_TARGET_DIR)
     : join(repo, 'target');
   const bindings = resolve(opts.bindings ?? join(targetDir, 'js/node-host/file-store'));
-  const { store, catalog, pushConfigs, contract } = await openFileStore({
+  const { store, catalog, pushConfigs } = await openFileStore({
     bindings,
     dir: opts.dir,
     durability: opts.durability,
@@ -243,7 +226,7 @@ async function main() {
     case 'push-list':
     case 'push-delete': {
       if (!pushConfigs) {
-        console.error(`the component (toolnexus:task-store@${contract}) keeps no push configs`);
+        console.error(`the component keeps no push configs (it exports no toolnexus:task-store/push-configs@${CONTRACT})`);
         process.exit(2);
       }
       const [taskId, ...args] = rest;

@@ -19,7 +19,7 @@ pub fn build_component(package: &str, out_name: &str, override_var: &str) -> Pat
     build_component_watching(package, out_name, override_var, &[])
 }
 
-/// [`build_component`] for a component built from more of the workspace than `guest/` and
+/// [`build_component`] for a component built from more of the workspace than `guest/`, `shared/` and
 /// `wit/`: the build script re-runs when anything under `extra_inputs` (paths relative to the
 /// workspace root, such as `host/protocol`) changes too. Cargo reruns a build script only for
 /// the inputs it names, so a component compiled from host crates (the A2A server component is
@@ -42,7 +42,7 @@ pub fn build_component_watching(
     }
 
     let workspace = workspace_root(&manifest_dir);
-    for input in ["guest", "wit", "Cargo.lock", "Cargo.toml"]
+    for input in ["guest", "shared", "wit", "Cargo.lock", "Cargo.toml"]
         .iter()
         .chain(extra_inputs)
     {

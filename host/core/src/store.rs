@@ -12,7 +12,7 @@ pub use toolnexus_format::{Expect, ListQuery};
 ///   never an error);
 /// - [`save`](TaskStore::save): upsert by the Task's `id`.
 ///
-/// Stores that keep **versions** (every built-in store; contract 0.2 components) also answer
+/// Stores that keep **versions** (every built-in store and every store component) also answer
 /// [`get_versioned`](TaskStore::get_versioned) and
 /// [`save_versioned`](TaskStore::save_versioned): each stored Task has a version, a counter
 /// that starts at 1 and grows by one with every successful save of that id, and a save can be
@@ -186,7 +186,7 @@ pub struct TaskPage {
     /// Pass as [`ListQuery::page_token`] for the next page; `None` on the last page.
     pub next_page_token: Option<String>,
     /// How many Tasks match the query's filters across all pages; `None` when the store cannot
-    /// tell (a contract 0.1 component).
+    /// tell (every built-in store and store component can; a backend of your own may not).
     pub total_size: Option<u64>,
 }
 

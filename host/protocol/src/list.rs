@@ -74,8 +74,8 @@ impl ServiceState {
     }
 }
 
-/// How many Tasks match `query`'s filters, for a store that does not count them (a contract 0.1
-/// component). A first page that is also the last holds them all: its length, for free. Any
+/// How many Tasks match `query`'s filters, for a store that does not count them (a `TaskStore`
+/// of an embedder's own). A first page that is also the last holds them all: its length, for free. Any
 /// other page costs a walk through the whole listing with the same filters, [`COUNT_PAGE_SIZE`]
 /// Tasks a page: as many store calls as that takes, each reading its Tasks in full, so an
 /// answer's cost grows with the number of matching Tasks, not with its page. A count taken

@@ -1,5 +1,5 @@
 // A directory of Task files over `wasi:filesystem`: atomic writes, versions, per-Task locks,
-// verified reads, crash clean-up. The JavaScript twin of `guest/format/src/dir/`, writing
+// verified reads, crash clean-up. The JavaScript twin of `shared/format/src/dir/`, writing
 // exactly its files (docs/on-disk-format.md):
 //
 // - `<stem>.json`: the Task, only ever replaced by renaming a complete, flushed file over it;

@@ -2,7 +2,7 @@
 //
 // Everything here is pure: no WASI, no Node APIs beyond TextEncoder/TextDecoder, so the same
 // module runs inside the component (StarlingMonkey) and under `node --test` (test/format.test.mjs).
-// It mirrors the Rust reference implementation in `guest/format/src/{id,task,query,state}.rs` rule for rule.
+// It mirrors the Rust reference implementation in `shared/format/src/{id,task,query,state}.rs` rule for rule.
 
 /** The extension of every Task file. */
 export const EXTENSION = '.json';
@@ -191,7 +191,7 @@ export function parseTask(text) {
 
 /**
  * A Task state in one spelling: `TASK_STATE_INPUT_REQUIRED` and `input-required` agree, and so do
- * `canceled`, `cancelled` and `TASK_STATE_CANCELLED` (the rules of `guest/format/src/state.rs`).
+ * `canceled`, `cancelled` and `TASK_STATE_CANCELLED` (the rules of `shared/format/src/state.rs`).
  */
 export function normalizeState(state) {
   const bare = state.startsWith('TASK_STATE_') ? state.slice('TASK_STATE_'.length) : state;
@@ -203,7 +203,7 @@ function isObject(value) {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-// --- Versions (guest/format/src/dir/: `Record`, `Stamp`, `side_names`) ---
+// --- Versions (shared/format/src/dir/: `Record`, `Stamp`, `side_names`) ---
 
 /** The largest u64, where a version counter stops (saturates). */
 export const U64_MAX = (1n << 64n) - 1n;
@@ -518,7 +518,7 @@ export function timestampOf(task) {
   }
 }
 
-// --- Listing order and page tokens (guest/format/src/query.rs) ---
+// --- Listing order and page tokens (shared/format/src/query.rs) ---
 
 /** The longest page token decoded; anything longer is not one of ours. */
 export const MAX_PAGE_TOKEN = 4096;

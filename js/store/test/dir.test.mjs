@@ -641,7 +641,7 @@ test('list refuses page tokens it did not make and timestamps that are not RFC 3
     assert.equal(r.err?.tag, 'invalid-input', statusTimestampAfter);
     assert.match(r.err.val, /^invalid timestamp .* \(RFC 3339 expected\)/);
   }
-  // A token the Rust store made (guest/format/src/query.rs) continues the walk as well.
+  // A token the Rust store made (shared/format/src/query.rs) continues the walk as well.
   const rustToken = b64('[null,"a"]');
   store.save(task('b'), any);
   assert.deepEqual(catalog.list({ pageSize: 5, pageToken: rustToken }).tasks, [task('b')]);

@@ -122,7 +122,7 @@ test('queries filter by context, state spelling and status timestamp, and defaul
   const c = new Query({ contextId: 'c1' });
   assert.ok(c.matches({ id: 'a', contextId: 'c1' }) && !c.matches({ id: 'a', contextId: 'c10' }));
   assert.equal(normalizeState('TASK_STATE_WORKING'), 'working');
-  // At or after, compared as instants (the same cases as guest/format/src/query.rs).
+  // At or after, compared as instants (the same cases as shared/format/src/query.rs).
   const t = new Query({ statusTimestampAfter: '2025-01-01T12:00:00Z' });
   const at = (timestamp) => ({ id: 'a', status: { state: 'working', timestamp } });
   assert.ok(t.matches(at('2025-01-01T12:00:00Z')));
@@ -236,7 +236,7 @@ test('page tokens round-trip, are the Rust stores\' tokens, and garbage is inval
     assert.deepEqual(decodePageToken(encodePageToken(k)), k);
   }
   // base64url (no padding) of the JSON `[timestamp ns as a string or null, id]`, as
-  // guest/format/src/query.rs `SortKey::encode` writes it.
+  // shared/format/src/query.rs `SortKey::encode` writes it.
   assert.equal(encodePageToken({ timestamp: null, id: 'a' }), 'W251bGwsImEiXQ');
   assert.equal(encodePageToken({ timestamp: -500_000_000n, id: 'x' }), Buffer.from('["-500000000","x"]').toString('base64url'));
   const b64 = (text) => Buffer.from(text).toString('base64url');
@@ -274,7 +274,7 @@ test('version records: exact text, tolerant parse, and the version a stamp gives
   assert.equal(text.length, 256);
   const record = parseRecord(text);
   assert.deepEqual(record, { version: 3n, size: 17n, mtimeNs: 1_796_000_000_123_456_789n, prev: null });
-  // The examples in docs/on-disk-format.md (and guest/format/src/dir/).
+  // The examples in docs/on-disk-format.md (and shared/format/src/dir/).
   const prev = { size: 1200n, mtimeNs: 1_764_547_100_000_000_000n };
   const documented = recordText({ version: 7n, size: 1234n, mtimeNs: 1_764_547_200_123_456_789n, prev });
   assert.match(

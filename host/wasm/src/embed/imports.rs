@@ -106,8 +106,9 @@ impl catalog::Host for ServedStore {
             page_token: query.page_token,
         };
         let page = self.0.list(&query).await.map_err(to_wit)?;
-        // A backend that cannot count (a 0.1 component) reports no total: the page's own
-        // length is the most that can be said without walking every page.
+        // A backend that cannot count (only a `TaskStore` of the embedder's own can be one)
+        // reports no total: the page's own length is the most that can be said without walking
+        // every page.
         let total_size = page.total_size.unwrap_or(page.tasks.len() as u64);
         Ok(catalog::TaskPage {
             tasks: page

@@ -3,7 +3,7 @@
 Everything here is pure: no file system, so the same module runs inside the component
 (CPython built for WASI by componentize-py) and under the host's python3 in the unit tests
 (python/store/tests/). It follows the Rust reference implementation in
-`guest/format/src/{id,task,query,state}.rs` and `guest/format/src/dir/` rule for rule, as the
+`shared/format/src/{id,task,query,state}.rs` and `shared/format/src/dir/` rule for rule, as the
 JavaScript port (`js/store/src/format.js`) does.
 """
 
@@ -84,7 +84,7 @@ def sha256_hex(data):
     return hashlib.sha256(data).hexdigest()
 
 
-# --- Ids and file names (guest/format/src/id.rs) ---
+# --- Ids and file names (shared/format/src/id.rs) ---
 
 
 def encode_id(task_id):
@@ -235,13 +235,13 @@ def parse_task(text, what="task"):
 
 def normalize_state(state):
     """A Task state in one spelling: `TASK_STATE_INPUT_REQUIRED` and `input-required` agree,
-    and so do `canceled`, `cancelled` and `TASK_STATE_CANCELLED` (guest/format/src/state.rs)."""
+    and so do `canceled`, `cancelled` and `TASK_STATE_CANCELLED` (shared/format/src/state.rs)."""
     bare = state[len("TASK_STATE_") :] if state.startswith("TASK_STATE_") else state
     folded = re.sub("[A-Z]", lambda m: m.group(0).lower(), bare).replace("_", "-")
     return "canceled" if folded == "cancelled" else folded
 
 
-# --- Version records (guest/format/src/dir/) ---
+# --- Version records (shared/format/src/dir/) ---
 
 
 class Stamp:
@@ -475,7 +475,7 @@ def timestamp_of(task):
         return None
 
 
-# --- Listing order and page tokens (guest/format/src/query.rs) ---
+# --- Listing order and page tokens (shared/format/src/query.rs) ---
 
 
 class SortKey:

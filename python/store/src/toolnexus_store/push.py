@@ -1,5 +1,5 @@
 """A Task's push-notification configs (contract 0.3, `push-configs`), in exactly the files of
-the Rust store (`guest/format/src/dir/push.rs`; docs/on-disk-format.md, "Push-notification
+the Rust store (`shared/format/src/dir/push.rs`; docs/on-disk-format.md, "Push-notification
 configs"):
 
 - `.push/<S(T)>/`: the configs of the Task `T`, where `S(T)` is `T`'s Task file name without

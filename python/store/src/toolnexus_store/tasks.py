@@ -1,5 +1,5 @@
 """A directory of Task files: atomic writes, versions, per-Task locks, verified reads, crash
-clean-up. The Python twin of `guest/format/src/dir/` (and of `js/store/src/dir.js`), writing
+clean-up. The Python twin of `shared/format/src/dir/` (and of `js/store/src/dir.js`), writing
 exactly its files (docs/on-disk-format.md):
 
 - `<stem>.json`: the Task, only ever replaced by renaming a complete, flushed file over it;

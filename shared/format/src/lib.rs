@@ -1,4 +1,6 @@
-//! The toolnexus on-disk Task format, written once and shared by every file-backed store.
+//! The toolnexus on-disk Task format, written once and shared by every file-backed store. It
+//! lives in `shared/` because both sides use it: the host's crates natively and the guest
+//! components compiled to WebAssembly.
 //!
 //! Both the native `FileTaskStore` (in `toolnexus-core`) and the file-store WebAssembly
 //! component (`guest/file-store/`) are thin adapters over [`DirStore`], so the two produce
