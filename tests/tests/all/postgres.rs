@@ -1,5 +1,6 @@
 //! The PostgreSQL store against a real server: the conformance suite, selectors, fidelity,
-//! listing, the server going away and coming back, and push-notification configs (a table of
+//! listing, the server going away and coming back, a reply lost after the commit
+//! (`postgres/lost_reply.rs`), and push-notification configs (a table of
 //! the previous release upgraded, corrupt rows, namespaces, replicas; in `postgres/push.rs`).
 //!
 //! The server is `TOOLNEXUS_TEST_POSTGRES_URL`, or a throwaway cluster these tests start
@@ -14,6 +15,7 @@ use toolnexus::{Blame, InMemoryTaskStore, ListQuery, StoreError, Task, TaskStore
 use toolnexus_conformance::pg::{self, TableGuard};
 use toolnexus_conformance::{StoreFactory, suite, task};
 
+mod lost_reply;
 mod push;
 
 /// Stores over one table of a server: every `open` sees the same Tasks.
