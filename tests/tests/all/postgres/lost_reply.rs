@@ -163,12 +163,8 @@ async fn a_write_whose_reply_is_lost_after_the_commit_is_unknown_and_not_sent_ag
         &format!(":{}/", cluster.port()),
         &format!(":{}/", proxy.port),
     );
-    let proxied: Arc<dyn TaskStore> = resolve_store(format!("{proxied_url}{options}").as_str())
-        .unwrap()
-        .into();
-    let direct: Arc<dyn TaskStore> = resolve_store(format!("{}{options}", cluster.url()).as_str())
-        .unwrap()
-        .into();
+    let proxied = resolve_store(format!("{proxied_url}{options}").as_str()).unwrap();
+    let direct = resolve_store(format!("{}{options}", cluster.url()).as_str()).unwrap();
     // The table exists and the proxied connection is in the pool before the fault.
     proxied.save(&task(json!({"id": "warm"}))).await.unwrap();
 
