@@ -79,7 +79,9 @@ fn to_wit(err: DirError) -> StoreError {
         DirError::InvalidId(_) | DirError::InvalidTask(_) => StoreError::InvalidInput(msg),
         DirError::Corrupt { .. } => StoreError::Corrupt(msg),
         DirError::Io { .. } => StoreError::Io(msg),
-        DirError::AfterRename { .. } => StoreError::OutcomeUnknown(msg),
+        DirError::AfterRename { .. } | DirError::LateRename { .. } => {
+            StoreError::OutcomeUnknown(msg)
+        }
         DirError::Conflict { current, .. } => StoreError::Conflict(VersionConflict {
             current,
             message: msg,

@@ -215,10 +215,12 @@ impl From<toolnexus_format::DirError> for StoreError {
             DirError::Io { op, file, source } => {
                 StoreError::io(format!("cannot {op} {}", file.display()), source)
             }
-            err @ DirError::AfterRename { .. } => StoreError::OutcomeUnknown {
-                store: "file store".into(),
-                reason: err.to_string(),
-            },
+            err @ (DirError::AfterRename { .. } | DirError::LateRename { .. }) => {
+                StoreError::OutcomeUnknown {
+                    store: "file store".into(),
+                    reason: err.to_string(),
+                }
+            }
             DirError::Conflict {
                 id,
                 expected,

@@ -593,11 +593,32 @@ export class DirStore {
 
   /**
    * Renames the lock (holding the Task text) over `target`: the save's one change of the Task
-   * file, which releases the lock.
+   * file, which releases the lock. A rename that returns half a lease or more after the lock
+   * was taken or renewed may have come after another writer broke and took the lock (this
+   * store cannot see the host's kernel locks): unless the Task file is then this save's own
+   * file, the save's outcome is unknown, and the writer that stalled is never told it won.
    */
   renameOver(lock, target) {
     renameInto(lock.name, target);
     lock.renamed = true;
+    const late = monotonicNs() - lock.acquired;
+    if (late * 2n < BigInt(this.leaseMs) * MS) return;
+    let ours = false;
+    if (lock.identity !== null) {
+      try {
+        ours = hashText(root().metadataHashAt(NO_FOLLOW, target)) === lock.identity;
+      } catch {
+        ours = false;
+      }
+    }
+    if (ours) return;
+    throw new StoreError(
+      'outcome-unknown',
+      `the save's rename over ${ROOT}${target} came ${formatMs(Number(late / MS))} after it ` +
+        "took or renewed its lock, past half the lock's lease, and the Task file is not the " +
+        'file it wrote: another writer may have taken the lock meanwhile, so whether this save ' +
+        'took effect is unknown; read the Task again before saving again',
+    );
   }
 
   /** Releases a lock a save did not rename over its Task file: removed if it is still ours. */

@@ -440,6 +440,40 @@ test('a flush that fails after the rename is an unknown outcome', async () => {
   assert.deepEqual(s.get('u'), { text: task('u', { n: 2 }), version: 2n });
 });
 
+test('a rename past half the lease is not acknowledged unless it moved its own file', async () => {
+  // The sequence without kernel locks: the writer stalls just before its rename, past
+  // half its lease, and meanwhile its lock was broken and taken by another writer. Its rename
+  // then moves that writer's lock over the Task: it must not be told it won. A rename as late
+  // that moved its own file is acknowledged.
+  const dir = tempDir();
+  const { DirStore } = await openInstance(dir);
+  const s = new DirStore(true, 100);
+  assert.equal(s.save(task('r', { n: 1 }), any), 1n);
+  const renameAt = wasiFilesystem.Descriptor.prototype.renameAt;
+  const stalled = (takenOver) => {
+    wasiFilesystem.Descriptor.prototype.renameAt = function (from, ...rest) {
+      if (from === '.~r.l') {
+        block(80);
+        if (takenOver) replaceByAnotherFile(join(dir, '.~r.l'));
+      }
+      return renameAt.call(this, from, ...rest);
+    };
+  };
+  let r;
+  try {
+    stalled(true);
+    r = attempt(() => s.save(task('r', { n: 2 }), at(1)));
+    stalled(false);
+    const late = attempt(() => s.save(task('r', { n: 3 }), any));
+    assert.ok('ok' in late, shown(late));
+  } finally {
+    wasiFilesystem.Descriptor.prototype.renameAt = renameAt;
+  }
+  assert.equal(r.err?.tag, 'outcome-unknown', shown(r));
+  assert.match(r.err.message, /past half the lock's lease/);
+  assert.equal(JSON.parse(s.get('r').text).n, 3);
+});
+
 test('a slow flush renews, then checks, and a lock taken over meanwhile writes no record', async () => {
   // The flush takes longer than a quarter lease, and meanwhile the lock was broken and taken by
   // another writer. The save renews, then finds the lock is not its own and gives up before

@@ -373,6 +373,33 @@ class Locks(StoreTest):
         self.assertEqual(self.read(".~s.l"), "someone else", "not ours: left alone")
         self.assertEqual(tasks.get("s"), (task("s", n=2), 2))
 
+    def test_a_rename_past_half_the_lease_is_not_acknowledged_unless_it_moved_its_own_file(self):
+        # The sequence without kernel locks: the writer stalls just before its rename,
+        # past half its lease, and meanwhile its lock was broken and taken by another writer.
+        # Its rename then moves that writer's lock over the Task: it must not be told it won.
+        # A rename as late that moved its own file is acknowledged.
+        tasks = self.tasks(100)
+        self.assertEqual(tasks.save(task("r", n=1), ("any",)), 1)
+        real_rename = Dir.rename_into
+
+        def stalled(taken_over):
+            def rename_into(d, src, dst):
+                if src == ".~r.l":
+                    time.sleep(0.08)
+                    if taken_over:
+                        self.replace_by_another_file(".~r.l")
+                return real_rename(d, src, dst)
+
+            return rename_into
+
+        with mock.patch.object(Dir, "rename_into", stalled(True)):
+            error = self.assert_error("outcome-unknown", tasks.save, task("r", n=2), ("version", 1))
+        self.assertIn("past half the lock's lease", error.message)
+        self.assertIn("read the Task again", error.message)
+        with mock.patch.object(Dir, "rename_into", stalled(False)):
+            version = tasks.save(task("r", n=3), ("any",))
+        self.assertEqual(tasks.get("r"), (task("r", n=3), version))
+
     def test_a_delete_whose_lock_was_taken_over_or_held_too_long_removes_nothing(self):
         # The delete checks its lock is still its own, and young, right before it removes the
         # Task file: a lock broken (and perhaps taken by a save) meanwhile is not its to delete

@@ -519,9 +519,29 @@ class TaskDir:
 
     def rename_over(self, lock, target):
         """Renames the lock (holding the Task text) over `target`: the save's one change of the
-        Task file, which releases the lock."""
+        Task file, which releases the lock. A rename that returns half a lease or more after the
+        lock was taken or renewed may have come after another writer broke and took the lock
+        (this store cannot see the host's kernel locks): unless the Task file is then this save's
+        own file, the save's outcome is unknown, and the writer that stalled is never told it
+        won."""
         self.dir.rename_into(lock.name, target)
         lock.renamed = True
+        late = monotonic_ns() - lock.acquired
+        if late * 2 < self.lease_ms * MS:
+            return
+        try:
+            there = self.dir.lstat(target)
+            ours = lock.identity is not None and (there.st_dev, there.st_ino) == lock.identity
+        except OSError:
+            ours = False
+        if not ours:
+            raise StoreError(
+                "outcome-unknown",
+                "the save's rename over /%s came %s after it took or renewed its lock, past half "
+                "the lock's lease, and the Task file is not the file it wrote: another writer "
+                "may have taken the lock meanwhile, so whether this save took effect is unknown; "
+                "read the Task again before saving again" % (target, format_ms(late // MS)),
+            )
 
     def unlock(self, lock):
         """Releases a lock a save did not rename over its Task file: removed if still ours."""

@@ -8,6 +8,7 @@ use crate::task::TaskError;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// What went wrong with a directory operation. Every variant names the file involved.
 #[derive(Debug)]
@@ -33,6 +34,12 @@ pub enum DirError {
         file: PathBuf,
         source: io::Error,
     },
+    /// A save whose rename came later than half its lock's lease after it took or renewed the
+    /// lock (the writer stalled before it), without a kernel lock fencing it, and after which the
+    /// Task file is not the file it wrote: the lock it renamed may have been broken and taken by
+    /// another writer meanwhile, so the file moved over the Task may have been that writer's.
+    /// Whether the save took effect is unknown; read the Task again before saving again.
+    LateRename { file: PathBuf, late: Duration },
     /// A conditional save found something else stored than it expected; nothing was written.
     Conflict {
         id: String,
@@ -67,6 +74,14 @@ impl fmt::Display for DirError {
                  survive a power loss; read the Task again before saving again",
                 file.display()
             ),
+            DirError::LateRename { file, late } => write!(
+                f,
+                "the save's rename over {} came {late:?} after it took or renewed its lock, past \
+                 half the lock's lease, and the Task file is not the file it wrote: another \
+                 writer may have taken the lock meanwhile, so whether this save took effect is \
+                 unknown; read the Task again before saving again",
+                file.display()
+            ),
             DirError::Conflict {
                 file,
                 expected,
@@ -99,7 +114,9 @@ impl std::error::Error for DirError {
         match self {
             DirError::InvalidId(e) => Some(e),
             DirError::InvalidTask(e) => Some(e),
-            DirError::Corrupt { .. } | DirError::Conflict { .. } => None,
+            DirError::Corrupt { .. } | DirError::Conflict { .. } | DirError::LateRename { .. } => {
+                None
+            }
             DirError::InvalidQuery(e) => Some(e),
             DirError::Io { source, .. } | DirError::AfterRename { source, .. } => Some(source),
         }

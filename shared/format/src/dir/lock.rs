@@ -8,8 +8,8 @@
 //! kernel lock is held is never broken: a writer paused for any time (SIGSTOP, a frozen VM, a
 //! system call stalled on a saturated disk) keeps its lock. Without kernel locks the lease alone
 //! guards it, and every late act of a writer that outlived its lease is checked for: ownership
-//! after a renewal, before the record and before the rename (`docs/on-disk-format.md`, "The
-//! lease"); one stall between the last check and the rename remains assumed away.
+//! after a renewal, before the record and before the rename, and a rename that came too late is
+//! not acknowledged (`docs/on-disk-format.md`, "Fencing: kernel locks and the lease").
 
 use super::error::DirError;
 use super::options::Durability;
@@ -32,6 +32,8 @@ pub(super) struct Lock {
     /// name still naming that identity means the lock is still ours. Natively it also holds
     /// the file's kernel lock.
     file: Writer,
+    /// Whether its kernel lock is held: then no one breaks it, however late its rename.
+    fenced: bool,
     /// Renamed over its Task file by the save: released, nothing left to remove.
     renamed: bool,
     /// How long each flush of a save's text takes longer than the disk makes it (tests of slow
@@ -120,10 +122,15 @@ impl Lock {
     /// nothing of it is touched.
     fn fenced(path: PathBuf, lease: Duration, file: Writer, fence: bool) -> Option<Lock> {
         let acquired = Instant::now();
+        let mut fenced = false;
         if fence {
             loop {
                 match file.fence() {
-                    Fenced::Yes | Fenced::No => break,
+                    Fenced::Yes => {
+                        fenced = true;
+                        break;
+                    }
+                    Fenced::No => break,
                     // A waiter looking at the lock holds its kernel lock for a moment.
                     Fenced::Busy if acquired.elapsed() < lease / 4 => std::thread::yield_now(),
                     Fenced::Busy => return None,
@@ -136,6 +143,7 @@ impl Lock {
             lease,
             acquired,
             file,
+            fenced,
             renamed: false,
             #[cfg(test)]
             slow_flush: Duration::ZERO,
@@ -226,6 +234,14 @@ impl Lock {
 
     /// Renames the lock (holding the Task text) over `target`: the save's one change of the
     /// Task file, which releases the lock.
+    ///
+    /// Without a kernel lock, a rename that returns half a lease or more after the lock was
+    /// taken or last renewed (the age [`Lock::check_held`] checks) may have come after a breaker judged the lock stale and another
+    /// writer took it: the file it moved may have been that writer's. Unless the Task file is
+    /// then this save's own file, the save's outcome is unknown ([`DirError::LateRename`]): the
+    /// writer that stalled is never told it won. (The other writer's text may then be in place
+    /// while it is still writing it; that is the lease mode's one remaining assumption,
+    /// `docs/on-disk-format.md`, "Fencing: kernel locks and the lease".)
     pub(super) fn rename_over(&mut self, target: &Path) -> Result<(), DirError> {
         fs::rename(&self.path, target).map_err(|source| DirError::Io {
             op: "rename into",
@@ -233,7 +249,17 @@ impl Lock {
             source,
         })?;
         self.renamed = true;
-        Ok(())
+        let late = self.acquired.elapsed();
+        if self.fenced || late < self.lease / 2 {
+            return Ok(());
+        }
+        match (self.identity, platform::identity_at(target)) {
+            (Some(mine), Ok(there)) if there == mine => Ok(()),
+            _ => Err(DirError::LateRename {
+                file: target.to_path_buf(),
+                late,
+            }),
+        }
     }
 
     /// Releases a lock a save did not rename over its Task file (a delete, a refused or failed

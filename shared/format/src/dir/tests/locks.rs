@@ -78,6 +78,51 @@ fn a_save_whose_lock_was_taken_over_during_its_flush_writes_nothing() {
     );
 }
 
+/// Without kernel locks, the issue's sequence: writer W stalls for a second between its last
+/// check and its rename (200 ms lease); writer C breaks W's stale lock, takes it and is slow
+/// flushing its text when W's rename moves C's lock over the Task file. W must not be told it
+/// won: its rename came past half the lease, and the Task file is not W's file, so its outcome
+/// is unknown (before, W was acknowledged). C, whose lock is gone, fails. What stays assumed in
+/// this mode is that C's text, in place, was written by then (`docs/on-disk-format.md`).
+#[test]
+fn a_rename_that_comes_past_half_the_lease_is_not_acknowledged() {
+    fn stall(_: &Path) {
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lease = Duration::from_millis(200);
+    let mut w = store(&dir).with_lock_lease(lease);
+    w.lease_only = true;
+    w.save_checked("t", r#"{"id":"t","n":1}"#).unwrap();
+    w.before_rename = Some(stall);
+    let mut c = store(&dir).with_lock_lease(lease);
+    c.lease_only = true;
+    c.slow_flush = Duration::from_millis(2000);
+    let lock = dir.path().join(".~t.l");
+    let (w_result, c_result) = std::thread::scope(|scope| {
+        let w = scope.spawn(|| w.save_checked("t", r#"{"id":"t","n":"w"}"#));
+        while !lock.exists() {
+            std::thread::yield_now();
+        }
+        let c = scope.spawn(|| c.save_checked("t", r#"{"id":"t","n":"c"}"#));
+        (w.join().unwrap(), c.join().unwrap())
+    });
+    let err = w_result.unwrap_err();
+    assert!(matches!(err, DirError::LateRename { .. }), "{err}");
+    assert!(err.to_string().contains("read the Task again"), "{err}");
+    let err = c_result.unwrap_err();
+    assert!(
+        matches!(
+            &err,
+            DirError::Io {
+                op: "save under lock",
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
+
 /// A saver that died after writing its record and before renaming its lock leaves the old
 /// Task file, which reads as the version it is (the record's previous file), and a lock
 /// holding part of its text, which is never read as the Task and is broken after the
