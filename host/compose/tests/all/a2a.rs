@@ -88,9 +88,9 @@ fn the_tck_agent_and_a_guarded_store_compose_too() {
     assert_serves_http_and_needs_only_wasi(&composed);
 }
 
-/// The file store re-exporting only its `store` interface: a real store of contract 0.4 without
-/// `catalog` (world `task-store`), made with wac from the file store itself.
-fn store_without_catalog() -> Vec<u8> {
+/// The file store re-exporting only its `store` interface, under the name `as_name`: a real
+/// store without `catalog` (world `task-store`), made with wac from the file store itself.
+fn store_only_exported_as(as_name: &str) -> Vec<u8> {
     use wac_graph::{CompositionGraph, EncodeOptions};
     let mut graph = CompositionGraph::new();
     let package =
@@ -100,13 +100,13 @@ fn store_without_catalog() -> Vec<u8> {
     let store = graph
         .alias_instance_export(instance, STORE_INTERFACE)
         .unwrap();
-    graph.export(store, STORE_INTERFACE).unwrap();
+    graph.export(store, as_name).unwrap();
     graph.encode(EncodeOptions::default()).unwrap()
 }
 
 #[test]
 fn a_store_without_catalog_is_named() {
-    let store = store_without_catalog();
+    let store = store_only_exported_as(STORE_INTERFACE);
     let err = compose_a2a(&A2aParts {
         store: &store,
         ..parts()
@@ -131,27 +131,11 @@ fn a_store_without_catalog_is_named() {
     assert!(text.ends_with("which the server imports"), "{text}");
 }
 
-/// The file store's `store` interface re-exported under the name of contract 0.3.0, which this
-/// release does not speak.
-fn store_of_contract_0_3() -> Vec<u8> {
-    use wac_graph::{CompositionGraph, EncodeOptions};
-    let mut graph = CompositionGraph::new();
-    let package =
-        Package::from_bytes("file-store", None, FILE_STORE.to_vec(), graph.types_mut()).unwrap();
-    let package = graph.register_package(package).unwrap();
-    let instance = graph.instantiate(package);
-    let store = graph
-        .alias_instance_export(instance, STORE_INTERFACE)
-        .unwrap();
-    graph
-        .export(store, "toolnexus:task-store/store@0.3.0")
-        .unwrap();
-    graph.encode(EncodeOptions::default()).unwrap()
-}
-
 #[test]
 fn a_store_of_an_older_contract_is_named() {
-    let store = store_of_contract_0_3();
+    // The file store's `store` under the name of contract 0.3.0, which this release does not
+    // speak.
+    let store = store_only_exported_as("toolnexus:task-store/store@0.3.0");
     let err = compose_a2a(&A2aParts {
         store: &store,
         ..parts()
