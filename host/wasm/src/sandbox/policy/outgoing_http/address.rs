@@ -26,7 +26,8 @@ pub enum AddressClass {
     /// discard-only `100::/64`, Teredo `2001::/32` (its embedded address cannot be checked).
     Reserved,
     /// A cloud provider's instance metadata service (credentials live there): `169.254.169.254`,
-    /// `169.254.170.2`, `100.100.100.200`, `192.0.0.192`, `fd00:ec2::254`.
+    /// `169.254.170.2`, `169.254.170.23`, `100.100.100.200`, `192.0.0.192`, `168.63.129.16`,
+    /// `fd00:ec2::254`, `fd00:ec2::23`.
     CloudMetadata,
     /// `0.0.0.0/8` and `::`: "this host" when connected to.
     Unspecified,
@@ -88,14 +89,19 @@ pub fn classify(ip: IpAddr) -> AddressClass {
     }
 }
 
-const CLOUD_METADATA_V4: [Ipv4Addr; 4] = [
+const CLOUD_METADATA_V4: [Ipv4Addr; 6] = [
     Ipv4Addr::new(169, 254, 169, 254), // AWS, GCP, Azure, OpenStack, …
     Ipv4Addr::new(169, 254, 170, 2),   // AWS ECS task metadata
+    Ipv4Addr::new(169, 254, 170, 23),  // AWS EKS Pod Identity agent
     Ipv4Addr::new(100, 100, 100, 200), // Alibaba Cloud
     Ipv4Addr::new(192, 0, 0, 192),     // Oracle Cloud
+    Ipv4Addr::new(168, 63, 129, 16),   // Azure WireServer (a public address)
 ];
 
-const CLOUD_METADATA_V6: [Ipv6Addr; 1] = [Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254)];
+const CLOUD_METADATA_V6: [Ipv6Addr; 2] = [
+    Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0254), // AWS
+    Ipv6Addr::new(0xfd00, 0x0ec2, 0, 0, 0, 0, 0, 0x0023), // AWS EKS Pod Identity agent
+];
 
 /// The class of an IPv4 address.
 pub fn classify_v4(ip: Ipv4Addr) -> AddressClass {
@@ -207,6 +213,10 @@ mod tests {
             ("169.254.170.2", CloudMetadata),
             ("100.100.100.200", CloudMetadata),
             ("192.0.0.192", CloudMetadata),
+            ("169.254.170.23", CloudMetadata),
+            ("168.63.129.16", CloudMetadata),
+            ("168.63.129.17", Public),
+            ("fd00:ec2::23", CloudMetadata),
             ("192.0.0.8", Reserved),
             ("192.0.2.1", Reserved),
             ("198.51.100.7", Reserved),
