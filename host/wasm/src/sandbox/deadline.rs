@@ -5,10 +5,6 @@
 //! ([`CallDeadline::on_epoch_tick`]). It does not stop one that is blocked inside the host; the
 //! clock policy (`policy::clock`) cuts the only such waits a store can make at the deadline.
 //!
-//! Every other wait inside the host (a stream that never drains, a poll on a request never
-//! sent, a slow upstream, instantiation) is stopped by dropping the call's future a tick after
-//! the deadline ([`bounded`]): wasmtime then unwinds the guest, and its instance is dropped.
-//!
 //! The caller of a call handed to a blocking thread gives up at a backstop ([`backstop`]),
 //! which the epoch thread fires at its ticks: every such call arms one, and a timer of its own
 //! would wake another thread twice per call.
@@ -20,18 +16,6 @@ use wasmtime::UpdateDeadline;
 
 /// How often the epoch advances; per-call deadlines are rounded up to this.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
-
-/// `call` (a call into an instance, or its instantiation), or `Err(())` if it has not finished
-/// a tick after `at`: it was waiting inside a host call, where neither epoch interruption nor
-/// the clock cut reaches. The future is dropped then, which unwinds the guest's stack; the
-/// instance must not be used again. (A tick later than the deadline, so that a guest running
-/// wasm code meets the epoch trap first, as before.) A system call that never returns is not
-/// stopped by this: its thread is held until it does, and the caller's [`backstop`] answers.
-pub(crate) async fn bounded<F: std::future::Future>(at: Instant, call: F) -> Result<F::Output, ()> {
-    tokio::time::timeout_at((at + EPOCH_TICK).into(), call)
-        .await
-        .map_err(|_| ())
-}
 
 /// The deadline of the call in progress (or of instantiation), whether the guest asked to wait
 /// past it, the guest's monotonic clock, which a clock wait is measured against, and the
