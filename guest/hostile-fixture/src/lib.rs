@@ -171,7 +171,18 @@ fn fill(how: &str, bytes: u64) -> Result<(u64, Option<String>), StoreError> {
             }
         }
         "rename-self" => {
-            let file = open("fill-rename.bin")?;
+            // Created exclusively, so the host fences it for this instance and its renames
+            // never probe the file's kernel lock: a probe can find that lock briefly held by
+            // a copy of the host's descriptor in a child the host process is spawning, and
+            // the rename would then be refused as `busy`, which is not what this case tests.
+            let file = root
+                .open_at(
+                    PathFlags::empty(),
+                    "fill-rename.bin",
+                    OpenFlags::CREATE | OpenFlags::EXCLUSIVE,
+                    DescriptorFlags::READ | DescriptorFlags::WRITE,
+                )
+                .map_err(|e| StoreError::Io(format!("open fill-rename.bin: {e:?}")))?;
             loop {
                 if added >= bytes {
                     break None;

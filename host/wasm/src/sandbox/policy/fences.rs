@@ -16,6 +16,11 @@
 //! which is why the host can keep it for any component. The cost is one `flock` per exclusive
 //! create and one `fstatat` per rename (a component renaming a file it holds itself); a rename
 //! of a file it does not hold also opens that file to test its lock.
+//!
+//! A host process that spawns children can see that test fail for an instant: between a
+//! child's fork and its exec, the child holds copies of the host's descriptors, and with them
+//! any kernel lock they carry. The rename is then refused as `busy`, which a store treats as
+//! it treats any live lock: it waits and tries again.
 
 use crate::sandbox::descriptors;
 use std::sync::{Arc, Weak};
