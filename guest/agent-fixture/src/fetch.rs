@@ -46,3 +46,17 @@ pub fn fetch(url: &str) -> Result<u16, String> {
         }
     }
 }
+
+/// `wedge-body`: makes an outgoing request, takes its body and writes into it without ever
+/// sending the request, so the write waits in the host for a reader that never comes.
+pub fn wedge_body() -> Result<u16, String> {
+    let request = OutgoingRequest::new(Fields::new());
+    let body = request.body().map_err(|()| "body taken twice")?;
+    let stream = body.write().map_err(|()| "body stream taken twice")?;
+    let chunk = vec![b'x'; 4096]; // the most one blocking write may carry
+    loop {
+        stream
+            .blocking_write_and_flush(&chunk)
+            .map_err(|e| format!("the body refused a write: {e:?}"))?;
+    }
+}

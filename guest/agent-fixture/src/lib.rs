@@ -26,6 +26,8 @@
 //!
 //! - `fetch:URL`: one GET through `wasi:http`; `completed` with `status N`, or `failed` with
 //!   the host's error (`HttpRequestDenied`, …).
+//! - `wedge-body`: writes into an outgoing request's body without ever sending the request, so
+//!   the write waits inside the host forever (no `allow-hosts` needed).
 //!
 //! `configure` refuses a setting `refuse` (any value), to test a refused start.
 
@@ -88,6 +90,10 @@ impl AgentGuest for Fixture {
                 }
             }
             "trap" => std::process::abort(),
+            "wedge-body" => match fetch::wedge_body() {
+                Ok(_) => Outcome::Completed(None),
+                Err(e) => Outcome::Failed(Some(said(&e))),
+            },
             "fetch" => match fetch::fetch(argument) {
                 Ok(status) => Outcome::Completed(Some(said(&format!("status {status}")))),
                 Err(e) => Outcome::Failed(Some(said(&e))),

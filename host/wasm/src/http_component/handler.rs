@@ -253,11 +253,7 @@ impl Run {
         );
         // Past the deadline the call is dropped wherever it waits, which drops its instance
         // and with it every stream it holds.
-        let remaining = self.deadline.saturating_duration_since(Instant::now());
-        let returned = tokio::select! {
-            returned = call => Some(returned),
-            () = deadline::backstop(remaining) => None,
-        };
+        let returned = deadline::bounded(self.deadline.into_std(), call).await.ok();
         match returned {
             Some(Ok(())) if !instance.hit_deadline() => {
                 // What it holds now is what a request needs: the next ones reserve that much.

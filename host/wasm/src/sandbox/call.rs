@@ -137,7 +137,16 @@ impl<W: World> InstancePool<W> {
     ) -> Result<Result<T, StoreError>, NeedsBlocking> {
         instance.start_call(deadline, inline);
         let config = &self.config;
-        Ok(match op(&mut instance).await {
+        // Epoch interruption stops guest code and the clock cut stops clock waits; a wait
+        // inside any other host call (a body stream that never drains, a poll on a request
+        // never sent, a slow upstream) is stopped here: the call's future is dropped at the
+        // deadline, which unwinds the guest, and the instance is dropped with it, so its
+        // permit and memory reservation come back.
+        let Ok(answer) = deadline::bounded(deadline, op(&mut instance)).await else {
+            drop(instance);
+            return Ok(Err(config.limit_error(Limit::Timeout(config.timeout))));
+        };
+        Ok(match answer {
             // It asked to wait past its deadline and was woken at it: whatever it answered after
             // that came too late.
             Ok(_) if instance.hit_deadline() => {

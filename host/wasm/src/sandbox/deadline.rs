@@ -5,6 +5,10 @@
 //! ([`CallDeadline::on_epoch_tick`]). It does not stop one that is blocked inside the host; the
 //! clock policy (`policy::clock`) cuts the only such waits a store can make at the deadline.
 //!
+//! Every other wait inside the host (a stream that never drains, a poll on a request never
+//! sent, a slow upstream, instantiation) is stopped by dropping the call's future a tick after
+//! the deadline ([`bounded`]): wasmtime then unwinds the guest, and its instance is dropped.
+//!
 //! The caller of a call handed to a blocking thread gives up at a backstop ([`backstop`]),
 //! which the epoch thread fires at its ticks: every such call arms one, and a timer of its own
 //! would wake another thread twice per call.
@@ -16,6 +20,30 @@ use wasmtime::UpdateDeadline;
 
 /// How often the epoch advances; per-call deadlines are rounded up to this.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// `call` (a call into an instance, or its instantiation), or `Err(())` if it has not finished
+/// a tick after `at`: it was waiting inside a host call, where neither epoch interruption nor
+/// the clock cut reaches. The future is dropped then, which unwinds the guest's stack; the
+/// instance must not be used again. (A tick later than the deadline, so that a guest running
+/// wasm code meets the epoch trap first, as before.) A system call that never returns is not
+/// stopped by this: its thread is held until it does, and the caller's [`backstop`] answers.
+///
+/// Timed by a [`backstop`], so it needs no timer from the runtime it runs on (a blocking
+/// thread's runtime may have none), and armed only once `call` has had to wait: a call that
+/// answers at its first poll costs nothing more.
+pub(crate) async fn bounded<F: std::future::Future>(at: Instant, call: F) -> Result<F::Output, ()> {
+    use std::task::Poll;
+    let mut call = std::pin::pin!(call);
+    // An async fn does nothing until polled: the backstop is armed at its first poll.
+    let mut stop = std::pin::pin!(backstop_at(at.checked_add(EPOCH_TICK).unwrap_or(at)));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(answer) = call.as_mut().poll(cx) {
+            return Poll::Ready(Ok(answer));
+        }
+        stop.as_mut().poll(cx).map(|()| Err(()))
+    })
+    .await
+}
 
 /// The deadline of the call in progress (or of instantiation), whether the guest asked to wait
 /// past it, the guest's monotonic clock, which a clock wait is measured against, and the
@@ -94,17 +122,22 @@ static BACKSTOPS: std::sync::Mutex<Vec<(Instant, tokio::sync::oneshot::Sender<()
 /// (`docs/benchmarks/history.md`, "No thread woken per component call"). Arming here is a push
 /// under a lock; disarming is dropping the future, which the next tick sweeps out.
 pub(crate) async fn backstop(duration: Duration) {
-    let (fire, fired) = tokio::sync::oneshot::channel();
-    let at = Instant::now().checked_add(duration);
-    match at {
-        Some(at) => BACKSTOPS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((at, fire)),
+    match Instant::now().checked_add(duration) {
+        Some(at) => backstop_at(at).await,
         // Too far to represent: never.
-        None => drop(fire),
+        None => std::future::pending().await,
     }
-    if at.is_none() || fired.await.is_err() {
+}
+
+/// Ready once `at` has passed (rounded up to the next epoch tick), from any runtime: a
+/// [`backstop`] given its instant.
+pub(crate) async fn backstop_at(at: Instant) {
+    let (fire, fired) = tokio::sync::oneshot::channel();
+    BACKSTOPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((at, fire));
+    if fired.await.is_err() {
         std::future::pending::<()>().await;
     }
 }

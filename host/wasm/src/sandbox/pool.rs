@@ -11,7 +11,7 @@
 //! mean. Calls are run by `sandbox::call`.
 
 use crate::message::sanitize;
-use crate::sandbox::deadline::{CallDeadline, GuestClock};
+use crate::sandbox::deadline::{self, CallDeadline, GuestClock};
 use crate::sandbox::inline::{InlineGets, InlineState};
 use crate::sandbox::memory::{MemoryBudget, MemoryReservation};
 use crate::sandbox::policy::outgoing_http::{OutgoingHttp, OutgoingHttpPolicy};
@@ -230,9 +230,17 @@ impl<W: World> InstancePool<W> {
         store.limiter(|state| &mut state.memory);
         store.epoch_deadline_callback(|cx| Ok(cx.data().deadline.on_epoch_tick()));
         store.set_epoch_deadline(1);
-        let setup = match self.pre.instantiate_async(&mut store).await {
-            Ok(instance) => self.world.setup(&mut store, &instance).await,
-            Err(e) => Err(e),
+        let at = store.data().deadline.at;
+        let setup = deadline::bounded(at, async {
+            match self.pre.instantiate_async(&mut store).await {
+                Ok(instance) => self.world.setup(&mut store, &instance).await,
+                Err(e) => Err(e),
+            }
+        })
+        .await;
+        // Waiting in a host call at the deadline: stopped there (`deadline::bounded`).
+        let Ok(setup) = setup else {
+            return Err(config.limit_error(Limit::Timeout(config.timeout)));
         };
         if store.data().deadline.hit {
             return Err(config.limit_error(Limit::Timeout(config.timeout)));

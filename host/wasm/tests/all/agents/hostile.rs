@@ -172,3 +172,36 @@ async fn a_canceled_task_whose_agent_hangs_gives_its_instance_back_long_before_t
     assert_eq!(status(&next).0, "TASK_STATE_COMPLETED");
     assert_eq!(status(&get(&service, &id).await).0, "TASK_STATE_CANCELED");
 }
+
+/// An agent that writes into an outgoing request's body without ever sending it waits inside
+/// a host call, where epoch interruption cannot reach. Each run fails at its deadline, and its
+/// instance is dropped there, wherever it waits: after as many wedged runs as there are
+/// instances, a new run still completes (before, every instance stayed held forever and later
+/// Tasks stayed `working`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn runs_wedged_in_a_host_call_give_their_instances_back_at_the_deadline() {
+    let deadline = Duration::from_secs(2);
+    let instances = 2;
+    let service = service(
+        fixture()
+            .timeout(deadline)
+            .max_instances(instances)
+            .build()
+            .unwrap(),
+    );
+    for _ in 0..instances {
+        let wedged = tokio::time::timeout(EVENT_WAIT, run(&service, "wedge-body"))
+            .await
+            .expect("a wedged run ends at its deadline");
+        let (state, message) = status(&wedged);
+        assert_eq!(state, "TASK_STATE_FAILED", "{message}");
+        assert_eq!(
+            message,
+            "agent fixture: stopped at its deadline of 2s per run"
+        );
+    }
+    let next = tokio::time::timeout(EVENT_WAIT, run(&service, "outcome:completed"))
+        .await
+        .expect("an instance came back");
+    assert_eq!(status(&next).0, "TASK_STATE_COMPLETED");
+}
