@@ -10,28 +10,67 @@ use toolnexus::{Limit, StoreError, TaskStore};
 
 const PAGE: usize = 64 << 10;
 
-/// A store component whose core module has a first memory of `first` pages, then `extra`
-/// more memories of `pages` pages each, `tables` tables, instantiated `instances` times; its
-/// `get` first grows each extra memory by `grow` pages and traps if one of them cannot grow.
-fn component(
+/// The shape of a fixture: a first memory of `first` pages, then `extra` more memories of
+/// `pages` pages each, `tables` tables of `table_elements` elements each, instantiated
+/// `instances` times; its `get` first grows each extra memory by `grow` pages and each table by
+/// `table_grow` elements, and traps if one of them cannot grow.
+#[derive(Clone, Copy)]
+struct Shape {
     first: u32,
     extra: u32,
     pages: u32,
     tables: u32,
+    table_elements: u32,
     instances: u32,
     grow: u32,
-) -> Vec<u8> {
+    table_grow: u32,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            first: 1,
+            extra: 0,
+            pages: 1,
+            tables: 0,
+            table_elements: 1,
+            instances: 1,
+            grow: 0,
+            table_grow: 0,
+        }
+    }
+}
+
+/// A store component of `shape`.
+fn component(shape: Shape) -> Vec<u8> {
+    let Shape {
+        first,
+        extra,
+        pages,
+        tables,
+        table_elements,
+        instances,
+        grow,
+        table_grow,
+    } = shape;
     let memories: String = (0..extra).map(|_| format!("(memory {pages})")).collect();
-    let tables: String = (0..tables)
-        .map(|_| "(table 1 funcref)".to_owned())
+    let tables_text: String = (0..tables)
+        .map(|_| format!("(table {table_elements} funcref)"))
         .collect();
-    let grows: String = (1..=extra)
+    let mut grows: String = (1..=extra)
         .map(|m| {
             format!(
                 "(if (i32.eq (memory.grow {m} (i32.const {grow})) (i32.const -1)) (then unreachable))"
             )
         })
         .collect();
+    if table_grow > 0 {
+        grows.extend((0..tables).map(|t| {
+            format!(
+                "(if (i32.eq (table.grow {t} (ref.null func) (i32.const {table_grow})) (i32.const -1)) (then unreachable))"
+            )
+        }));
+    }
     let spare: String = (1..instances)
         .map(|_| "(core instance (instantiate $m))".to_owned())
         .collect();
@@ -40,7 +79,7 @@ fn component(
   (core module $m
     (memory (export "memory") {first})
     {memories}
-    {tables}
+    {tables_text}
     (global $next (mut i32) (i32.const 1024))
     (func (export "realloc") (param i32 i32 i32 i32) (result i32)
       (local $p i32)
@@ -101,21 +140,36 @@ fn load_error(bytes: Vec<u8>) -> String {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_store_with_a_few_memories_within_the_cap_works() {
     // 4 × 8 MiB, growing each by 4 MiB in `get`: 48 MiB in all, under 64 MiB.
-    let store = build(component(1, 4, 128, 0, 1, 64)).unwrap();
+    let store = build(component(Shape {
+        extra: 4,
+        pages: 128,
+        grow: 64,
+        ..Shape::default()
+    }))
+    .unwrap();
     assert_eq!(store.get("x").await.unwrap(), None);
 }
 
 #[test]
 fn memories_that_together_pass_the_cap_are_refused_at_load() {
     // Four memories of 20 MiB: each under the 64 MiB cap, 80 MiB together.
-    let msg = load_error(component(1, 4, (20 << 20) / PAGE as u32, 0, 1, 0));
+    let msg = load_error(component(Shape {
+        extra: 4,
+        pages: (20 << 20) / PAGE as u32,
+        ..Shape::default()
+    }));
     assert!(msg.contains("memory limit of 67108864 bytes"), "{msg}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn memories_grown_together_past_the_cap_fail_the_call_with_the_memory_limit() {
     // Three memories of 1 page, each grown by 24 MiB in `get`: the third growth passes 64 MiB.
-    let store = build(component(1, 3, 1, 0, 1, (24 << 20) / PAGE as u32)).unwrap();
+    let store = build(component(Shape {
+        extra: 3,
+        grow: (24 << 20) / PAGE as u32,
+        ..Shape::default()
+    }))
+    .unwrap();
     let err = store.get("x").await.unwrap_err();
     assert!(
         toolnexus_conformance::is_limit(&err, Limit::Memory(64 << 20)),
@@ -126,11 +180,71 @@ async fn memories_grown_together_past_the_cap_fail_the_call_with_the_memory_limi
 #[test]
 fn too_many_memories_tables_or_instances_are_refused_at_load() {
     for (what, bytes) in [
-        ("memories", component(1, 16, 1, 0, 1, 0)),
-        ("tables", component(1, 0, 1, 65, 1, 0)),
-        ("instances", component(1, 0, 1, 0, 65, 0)),
+        (
+            "memories",
+            component(Shape {
+                extra: 16,
+                ..Shape::default()
+            }),
+        ),
+        (
+            "tables",
+            component(Shape {
+                tables: 65,
+                ..Shape::default()
+            }),
+        ),
+        (
+            "instances",
+            component(Shape {
+                instances: 65,
+                ..Shape::default()
+            }),
+        ),
     ] {
         let msg = load_error(bytes);
         assert!(msg.contains("instantiation failed"), "{what}: {msg}");
     }
+}
+
+/// What the host spends on one table element: a pointer.
+const ELEMENT: usize = std::mem::size_of::<usize>();
+
+#[test]
+fn tables_that_together_pass_the_memory_cap_are_refused_at_load() {
+    // 16 tables of 1 Mi elements: 128 MiB of host memory, each table under the 1 Mi element
+    // cap, twice the 64 MiB memory cap together.
+    let msg = load_error(component(Shape {
+        tables: 16,
+        table_elements: 1 << 20,
+        ..Shape::default()
+    }));
+    assert!(msg.contains("memory limit of 67108864 bytes"), "{msg}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tables_grown_past_the_memory_cap_fail_the_call_with_the_memory_limit() {
+    // 16 tables of one element, each grown by 768 Ki elements (6 MiB) in `get`: 96 MiB in
+    // all, past the 64 MiB cap from the eleventh table on.
+    let store = build(component(Shape {
+        tables: 16,
+        table_grow: 768 << 10,
+        ..Shape::default()
+    }))
+    .unwrap();
+    let err = store.get("x").await.unwrap_err();
+    assert!(
+        toolnexus_conformance::is_limit(&err, Limit::Memory(64 << 20)),
+        "{err}"
+    );
+    // A store whose tables and memories fit the cap together works.
+    let fits = build(component(Shape {
+        tables: 4,
+        table_grow: (4 << 20) / ELEMENT as u32,
+        extra: 1,
+        grow: (16 << 20) / PAGE as u32,
+        ..Shape::default()
+    }))
+    .unwrap();
+    assert_eq!(fits.get("x").await.unwrap(), None);
 }

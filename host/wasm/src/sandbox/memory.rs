@@ -1,5 +1,5 @@
-//! The memory budget: a cap on all linear memories of one instance together, and a budget for
-//! the linear memories of all of a pool's instances together ([`MemoryBudget`]), of which each
+//! The memory budget: a cap on all linear memories and tables of one instance together, and a
+//! budget for the linear memories and tables of all of a pool's instances together ([`MemoryBudget`]), of which each
 //! instance holds a [`MemoryReservation`] through its [`MemoryLimiter`].
 
 use std::sync::Arc;
@@ -11,9 +11,9 @@ use wasmtime::ResourceLimiter;
 /// Refuses memory growth past the instance's cap or past the pool's budget, and remembers
 /// which, so a trap that follows can be reported as the limit it is.
 pub(crate) struct MemoryLimiter {
-    /// The cap on all linear memories of the instance together.
+    /// The cap on all linear memories and tables of the instance together.
     pub(crate) memory_bytes: usize,
-    /// What its linear memories hold now, together.
+    /// What its linear memories and tables hold now, together.
     pub(crate) total: usize,
     /// What this instance holds of the pool's budget: at least `total`, and during a call
     /// enough to grow to what the largest call needed ([`MemoryBudget::reserve`]); given back
@@ -212,6 +212,35 @@ const MAX_CORE_INSTANCES: usize = 64;
 const MAX_TABLES: usize = 64;
 const MAX_MEMORIES: usize = 16;
 
+/// What the host spends on one table element: a function reference is a pointer.
+const TABLE_ELEMENT_BYTES: usize = std::mem::size_of::<usize>();
+
+/// Elements one table may have, whatever room the memory cap leaves.
+const MAX_TABLE_ELEMENTS: usize = 1 << 20;
+
+impl MemoryLimiter {
+    /// Whether a memory or table of the instance may grow from `current` to `desired` bytes:
+    /// within the instance's cap and, past its reservation, within the pool's budget. Counted
+    /// if so; the limit it hit remembered if not.
+    fn grow(&mut self, current: usize, desired: usize) -> bool {
+        let total = self.total.saturating_sub(current).saturating_add(desired);
+        if total > self.memory_bytes {
+            self.hit = Some(Limit::Memory(self.memory_bytes));
+            return false;
+        }
+        let reservation = &mut self.reservation;
+        if total > reservation.bytes {
+            if !reservation.budget.take(total - reservation.bytes) {
+                self.hit = Some(Limit::MemoryTotal(reservation.budget.limit));
+                return false;
+            }
+            reservation.bytes = total;
+        }
+        self.total = total;
+        true
+    }
+}
+
 impl ResourceLimiter for MemoryLimiter {
     fn memory_growing(
         &mut self,
@@ -219,21 +248,7 @@ impl ResourceLimiter for MemoryLimiter {
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        let total = self.total.saturating_sub(current).saturating_add(desired);
-        if total > self.memory_bytes {
-            self.hit = Some(Limit::Memory(self.memory_bytes));
-            return Ok(false);
-        }
-        let reservation = &mut self.reservation;
-        if total > reservation.bytes {
-            if !reservation.budget.take(total - reservation.bytes) {
-                self.hit = Some(Limit::MemoryTotal(reservation.budget.limit));
-                return Ok(false);
-            }
-            reservation.bytes = total;
-        }
-        self.total = total;
-        Ok(true)
+        Ok(self.grow(current, desired))
     }
 
     fn instances(&self) -> usize {
@@ -248,13 +263,22 @@ impl ResourceLimiter for MemoryLimiter {
         MAX_MEMORIES
     }
 
+    /// Tables live in host memory: their elements count toward the same cap and budget as
+    /// linear memories (a component declaring many large tables would otherwise hold memory
+    /// that neither `memory=` nor `memory-total=` sees).
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        Ok(desired <= 1 << 20)
+        if desired > MAX_TABLE_ELEMENTS {
+            return Ok(false);
+        }
+        Ok(self.grow(
+            current.saturating_mul(TABLE_ELEMENT_BYTES),
+            desired.saturating_mul(TABLE_ELEMENT_BYTES),
+        ))
     }
 }
 
