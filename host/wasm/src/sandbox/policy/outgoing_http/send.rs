@@ -35,7 +35,7 @@ pub(super) async fn send_checked(
     permit: OwnedSemaphorePermit,
 ) -> Result<(Response<WasiBody>, ConnectionTask), Error> {
     let limits = policy.limits;
-    let options = options.unwrap_or_default();
+    let options = clamped(options.unwrap_or_default(), limits.response_timeout);
     let started = Instant::now();
     let deadline = started + limits.response_timeout;
     let connect_timeout = options
@@ -181,4 +181,39 @@ fn declared_length<B>(response: &Response<B>) -> Option<u64> {
         return None;
     }
     value.to_str().ok()?.parse().ok()
+}
+
+/// The guest's timeouts, none longer than the response deadline: what reaches Tokio's timers
+/// is never a guest's `u64::MAX` nanoseconds (`docs/security.md` records such a timer, from a
+/// clock wait, wedging a runtime's timers), and a guest may ask for shorter, never longer.
+fn clamped(options: RequestOptions, response_timeout: std::time::Duration) -> RequestOptions {
+    let clamp = |t: Option<std::time::Duration>| t.map(|t| t.min(response_timeout));
+    RequestOptions {
+        connect_timeout: clamp(options.connect_timeout),
+        first_byte_timeout: clamp(options.first_byte_timeout),
+        between_bytes_timeout: clamp(options.between_bytes_timeout),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_guests_timeouts_are_clamped_to_the_response_deadline() {
+        let deadline = Duration::from_secs(30);
+        let longest = Duration::from_nanos(u64::MAX);
+        let asked = RequestOptions {
+            connect_timeout: Some(longest),
+            first_byte_timeout: Some(Duration::from_secs(1)),
+            between_bytes_timeout: Some(longest),
+        };
+        let got = clamped(asked, deadline);
+        assert_eq!(got.connect_timeout, Some(deadline));
+        assert_eq!(got.first_byte_timeout, Some(Duration::from_secs(1)));
+        assert_eq!(got.between_bytes_timeout, Some(deadline));
+        let none = clamped(RequestOptions::default(), deadline);
+        assert_eq!(none.between_bytes_timeout, None);
+    }
 }
