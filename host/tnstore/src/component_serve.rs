@@ -20,10 +20,9 @@ use toolnexus::wasm::http_component::{ServerLimits, http_component_from_selector
 /// clap. `--store` is global and has an environment variable, which clap would count too (a
 /// variable set for other commands must not stop this one): it is refused by [`run`] when it
 /// is on the command line; `--push-outbox`'s variable is left alone the same way.
-pub const NATIVE_ONLY: [&str; 21] = [
+pub const NATIVE_ONLY: [&str; 20] = [
     "agent",
     "echo_delay_ms",
-    "body_timeout_ms",
     "max_background_tasks",
     "max_list_bytes",
     "stage_finish_delay_ms",
@@ -47,6 +46,7 @@ pub const NATIVE_ONLY: [&str; 21] = [
 /// The server's connection settings, from `tnstore serve`'s flags.
 pub struct ConnectionFlags {
     pub header_read_timeout: Duration,
+    pub body_read_timeout: Duration,
     pub idle_timeout: Duration,
     pub max_connections: usize,
     pub insecure_no_auth: bool,
@@ -83,6 +83,7 @@ pub async fn run(selector: String, addr: String, flags: ConnectionFlags) -> Resu
     let limits = ServerLimits {
         header_read_timeout: flags.header_read_timeout,
         stall_timeout: flags.idle_timeout,
+        body_read_timeout: flags.body_read_timeout,
         max_connections: flags.max_connections,
     };
     {

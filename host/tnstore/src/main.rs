@@ -131,7 +131,8 @@ enum Command {
               value_parser = clap::value_parser!(u64).range(1..))]
         header_timeout_ms: u64,
         /// Answer HTTP 408 and close the connection when a request body is not all in this many
-        /// milliseconds after its head.
+        /// milliseconds after its head (with --component: the component's read of the body
+        /// fails then).
         #[arg(long, default_value_t = millis(toolnexus_a2a::DEFAULT_BODY_READ_TIMEOUT),
               value_parser = clap::value_parser!(u64).range(1..))]
         body_timeout_ms: u64,
@@ -409,6 +410,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             addr,
             component: Some(component),
             header_timeout_ms,
+            body_timeout_ms,
             idle_timeout_ms,
             max_connections,
             insecure_no_auth,
@@ -417,6 +419,7 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             let ms = std::time::Duration::from_millis;
             let flags = component_serve::ConnectionFlags {
                 header_read_timeout: ms(header_timeout_ms),
+                body_read_timeout: ms(body_timeout_ms),
                 idle_timeout: ms(idle_timeout_ms),
                 max_connections,
                 insecure_no_auth,

@@ -19,8 +19,9 @@ use crate::http_component::world::HttpWorld;
 use crate::sandbox::deadline;
 use crate::sandbox::policy::outgoing_http::HasOutgoingHttp;
 use crate::sandbox::pool::InstancePool;
+use bytes::Bytes;
 use http_body_util::BodyExt as _;
-use hyper::body::Incoming;
+use hyper::body::Body;
 use hyper::{Request, Response, StatusCode};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -87,7 +88,14 @@ impl HttpComponent {
     /// Answers one request: the component's response as it streams, or the host's own answer
     /// (400 for a request without a host, 503 when no instance is free in time, 500 when the
     /// component fails before its response head).
-    pub async fn handle(&self, request: Request<Incoming>) -> Response<ResponseBody> {
+    ///
+    /// The body is handed to the component as it comes, with no timeout of its own: [`serve`]
+    /// (`crate::http_component::serve`) holds it to its body timeout.
+    pub async fn handle<B>(&self, request: Request<B>) -> Response<ResponseBody>
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<wasmtime_wasi_http::Error>,
+    {
         let inner = &self.inner;
         let id = inner.next_request.fetch_add(1, Ordering::Relaxed);
         if !has_authority(&request) {
@@ -164,7 +172,7 @@ fn backstop_after(timeout: Duration) -> Duration {
 
 /// Whether wasmtime-wasi-http can give the request an authority: from its URI, or a `Host`
 /// header it can read as text.
-fn has_authority(request: &Request<Incoming>) -> bool {
+fn has_authority<B>(request: &Request<B>) -> bool {
     request.uri().authority().is_some()
         || request
             .headers()
@@ -219,12 +227,11 @@ struct Run {
 }
 
 impl Run {
-    async fn run(
-        self,
-        admitted: Admitted,
-        request: Request<Incoming>,
-        head: oneshot::Sender<Head>,
-    ) {
+    async fn run<B>(self, admitted: Admitted, request: Request<B>, head: oneshot::Sender<Head>)
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<wasmtime_wasi_http::Error>,
+    {
         let Admitted {
             permit: _permit,
             reservation,

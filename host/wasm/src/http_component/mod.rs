@@ -20,6 +20,7 @@
 //!   timeout;
 //! - [`handler`]: one request, its handler run, and the response streamed as it is written;
 //! - [`body`]: the guard on the component's response body;
+//! - [`request_body`]: the request body, held to the server's body timeout;
 //! - [`server`]: the accept loop, connection limits and the graceful stop;
 //! - [`task_count`]: counting what a stop waits for.
 
@@ -28,6 +29,7 @@ mod body;
 mod builder;
 mod handler;
 mod options;
+mod request_body;
 mod server;
 mod task_count;
 mod world;

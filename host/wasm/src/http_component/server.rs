@@ -8,6 +8,8 @@
 //!
 //! - **head**: hyper's header-read timeout, which runs whenever a connection waits for a
 //!   request head, so it also closes a kept-alive connection that sends no next request;
+//! - **body**: a request's whole body must arrive within the body timeout of its head
+//!   (`request_body`);
 //! - **stall**: a connection whose answer has waited to be written (the client not reading)
 //!   for the stall timeout is closed; a connection with nothing to write has no deadline here
 //!   (a quiet stream is the component's to keep alive, and its run ends by its own deadline);
@@ -16,6 +18,7 @@
 //!   and every handler run (including work after a response) has ended.
 
 use crate::http_component::handler::HttpComponent;
+use crate::http_component::request_body::TimedBody;
 use crate::http_component::task_count::TaskCount;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -46,16 +49,21 @@ pub struct ServerLimits {
     pub header_read_timeout: Duration,
     /// A connection whose answer has waited this long for the client to take it is closed.
     pub stall_timeout: Duration,
+    /// A request's whole body must arrive within this, from its head; past it the component's
+    /// read of the body fails with `connection-read-timeout`.
+    pub body_read_timeout: Duration,
     /// Connections served at once; further clients wait in the listen backlog.
     pub max_connections: usize,
 }
 
 impl Default for ServerLimits {
-    /// 10 s for a head, 60 s for a stalled client, 1,024 connections (the A2A server's).
+    /// 10 s for a head, 60 s for a stalled client, 30 s for a body, 1,024 connections (the
+    /// A2A server's).
     fn default() -> Self {
         ServerLimits {
             header_read_timeout: Duration::from_secs(10),
             stall_timeout: Duration::from_secs(60),
+            body_read_timeout: Duration::from_secs(30),
             max_connections: 1024,
         }
     }
@@ -103,9 +111,8 @@ pub async fn serve(
         let component = component.clone();
         let builder = builder.clone();
         let stopping = stopping.clone();
-        let stall = limits.stall_timeout;
         tokio::spawn(async move {
-            serve_connection(stream, component, builder, stall, stopping).await;
+            serve_connection(stream, component, builder, limits, stopping).await;
             tracing::trace!(target: TARGET, %peer, "connection closed");
             drop((permit, running));
         });
@@ -138,9 +145,10 @@ async fn serve_connection(
     stream: TcpStream,
     component: HttpComponent,
     builder: http1::Builder,
-    stall: Duration,
+    limits: ServerLimits,
     mut stopping: watch::Receiver<bool>,
 ) {
+    let (stall, body_read_timeout) = (limits.stall_timeout, limits.body_read_timeout);
     let writes = Arc::new(WriteWatch::default());
     let io = TokioIo::new(Watched {
         inner: stream,
@@ -148,6 +156,8 @@ async fn serve_connection(
     });
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
         let component = component.clone();
+        let body_by = Instant::now() + body_read_timeout;
+        let request = request.map(|body| TimedBody::new(body, body_by));
         async move { Ok::<_, Infallible>(component.handle(request).await) }
     });
     let mut connection = pin!(builder.serve_connection(io, service));

@@ -424,6 +424,36 @@ async fn a_client_that_does_not_read_is_disconnected_and_the_run_ends() {
     assert_eq!(served.text("/hello").await, (200, "hello".to_owned()));
 }
 
+/// A client that declares a large body and sends a few bytes of it holds the component in its
+/// read of the body only until the body timeout: the read fails there, the component answers
+/// (the fixture's `/echo` answers 400 when its read fails) and the instance is free again long
+/// before the request's deadline. Before, the lone instance stayed held for the whole deadline
+/// and every other request waited for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_request_body_that_stops_ends_at_the_body_timeout_and_frees_the_instance() {
+    let limits = ServerLimits {
+        body_read_timeout: Duration::from_millis(500),
+        ..ServerLimits::default()
+    };
+    let served = start_with(
+        |b| {
+            b.max_instances(1)
+                .request_timeout(Duration::from_secs(600))
+                .queue_timeout(PATIENCE)
+        },
+        limits,
+    )
+    .await;
+    let mut slow = TcpStream::connect(served.addr).await.unwrap();
+    slow.write_all(b"POST /echo HTTP/1.1\r\nhost: x\r\ncontent-length: 1000000\r\n\r\npartial")
+        .await
+        .unwrap();
+    let mut head = [0u8; 12];
+    within(slow.read_exact(&mut head)).await.unwrap();
+    assert_eq!(&head, b"HTTP/1.1 400", "the component's read failed");
+    assert_eq!(served.text("/hello").await, (200, "hello".to_owned()));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_connection_without_a_request_head_is_closed_at_the_header_timeout() {
     let limits = ServerLimits {
