@@ -26,6 +26,8 @@ pub static HOSTILE_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/
 
 /// A builder for the hostile component, compiled in this process only (no disk cache).
 pub fn hostile_builder() -> toolnexus::wasm::WasmTaskStoreBuilder {
+    // Its hoards are sized for the share of a raised limit, as `tnstore` raises it.
+    let _ = toolnexus::wasm::raise_descriptor_limit();
     toolnexus::wasm::WasmTaskStore::builder(toolnexus::wasm::ComponentSource::Bytes {
         name: "hostile.wasm".into(),
         bytes: HOSTILE_COMPONENT.into(),

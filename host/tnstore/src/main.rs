@@ -273,6 +273,11 @@ fn main() -> ExitCode {
     let matches = <Cli as clap::CommandFactory>::command().get_matches();
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     cli.store_given = matches.value_source("store") == Some(clap::parser::ValueSource::CommandLine);
+    // As servers commonly do: the soft limit on open files up to the hard one. Components get
+    // a share of it, the rest stays for the server (docs/security.md, "Limits").
+    if let Err(e) = toolnexus::wasm::raise_descriptor_limit() {
+        eprintln!("tnstore: cannot read the limit on open files: {e}");
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -107,6 +107,7 @@ mod task_store;
 
 pub use cache::{CacheOutcome, default_cache_dir};
 pub use load::{ComponentSource, ECHO_AGENT_COMPONENT, FILE_STORE_COMPONENT, TCK_AGENT_COMPONENT};
+pub use sandbox::policy::descriptor_share::raise_descriptor_limit;
 pub use sandbox::policy::quota::{DEFAULT_DISK_QUOTA, ENTRY_BYTES};
 pub use selector::{BUILTIN_COMPONENT, WASM_OPTIONS, builder_from_selector};
 pub use task_store::{

@@ -69,3 +69,73 @@ async fn handles_kept_past_a_call_are_closed_with_their_instance() {
         "descriptors leaked past the call"
     );
 }
+
+/// The soft and hard limit on open files of the process [`a_component_leaves_the_host_its_reserve_of_descriptors`] runs in.
+const CHILD_LIMIT: u64 = 1024;
+
+/// Set in the process that test starts to run its body.
+const CHILD: &str = "TOOLNEXUS_TEST_DESCRIPTOR_CHILD";
+
+/// Under a limit of 1,024 open files (soft and hard, as on many hosts), a component that
+/// hoards gets the components' share of the process's descriptors and no more: 768, leaving
+/// 256 to the host (accept, PostgreSQL, other stores). Before, it took every descriptor the
+/// process had left (its 1,024 handles ran into `EMFILE` first), and at that moment the host
+/// could not open a file or accept a connection. Run in a process of its own, whose limit it
+/// lowers: this test's binary started again for this test alone.
+#[test]
+fn a_component_leaves_the_host_its_reserve_of_descriptors() {
+    if std::env::var_os(CHILD).is_some() {
+        return hoard_under_a_low_limit();
+    }
+    let name = "handles::a_component_leaves_the_host_its_reserve_of_descriptors";
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("1 passed"),
+        "the child ran the test: {stdout}"
+    );
+}
+
+fn hoard_under_a_low_limit() {
+    let lowered = libc::rlimit {
+        rlim_cur: CHILD_LIMIT as libc::rlim_t,
+        rlim_max: CHILD_LIMIT as libc::rlim_t,
+    };
+    // SAFETY: a valid `rlimit`; this process runs this test alone.
+    assert_eq!(
+        unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lowered) },
+        0,
+        "{}",
+        std::io::Error::last_os_error()
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = hostile(tmp.path());
+        let report = store.get("hoard").await.unwrap().expect("a report");
+        let opened: usize = report
+            .get("opened")
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        // The share is 768, of which the instance's directory is one.
+        assert!(
+            opened <= 767,
+            "the component held {opened} descriptors at once"
+        );
+        assert!(opened >= 700, "it got its share: {opened}");
+        // What the host opens meanwhile never fails for want of descriptors.
+        assert_eq!(store.get("nothing").await.unwrap(), None);
+    });
+}

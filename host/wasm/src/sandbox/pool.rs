@@ -14,6 +14,7 @@ use crate::message::sanitize;
 use crate::sandbox::deadline::{self, CallDeadline, GuestClock};
 use crate::sandbox::inline::{InlineGets, InlineState};
 use crate::sandbox::memory::{MemoryBudget, MemoryReservation};
+use crate::sandbox::policy::descriptor_share::DescriptorCount;
 use crate::sandbox::policy::outgoing_http::{OutgoingHttp, OutgoingHttpPolicy};
 use crate::sandbox::policy::quota::{DiskQuota, QuotaState};
 use crate::sandbox::state::InstanceState;
@@ -121,9 +122,14 @@ impl<A> Instance<A> {
         self.store.set_epoch_deadline(1);
     }
 
-    /// Whether the instance holds more host resources than a store needs between calls.
-    pub(crate) fn leaks_handles(&mut self) -> bool {
-        self.store.data_mut().wasi.table.iter_mut().count() > MAX_HANDLES_BETWEEN_CALLS
+    /// Whether the instance holds more host resources, or more of the process's file
+    /// descriptors, than a store needs between calls. Counts its descriptors anew
+    /// (`policy::descriptor_share`).
+    pub(crate) fn leaks_handles(&mut self, has_dir: bool) -> bool {
+        let state = self.store.data_mut();
+        let descriptors = state.descriptors.settle(&mut state.wasi.table, has_dir);
+        descriptors > MAX_DESCRIPTORS_BETWEEN_CALLS
+            || state.wasi.table.iter_mut().count() > MAX_HANDLES_BETWEEN_CALLS
     }
 
     /// Whether a write of the call was refused for the disk quota.
@@ -165,6 +171,11 @@ pub(crate) const MAX_HANDLES: usize = 1024;
 /// needs a handful: its directory, its standard streams); it is dropped instead of pooled, which
 /// closes them.
 pub(crate) const MAX_HANDLES_BETWEEN_CALLS: usize = 64;
+
+/// An instance that still holds more of the process's file descriptors than this after a call
+/// (its directory, a few files) is dropped instead of pooled: idle instances of every pool
+/// together must not sit on the process's descriptors.
+pub(crate) const MAX_DESCRIPTORS_BETWEEN_CALLS: usize = 8;
 
 impl<W: World> InstancePool<W> {
     /// A pool with no instance yet: `pre` is the component linked to the sandbox's WASI
@@ -223,6 +234,7 @@ impl<W: World> InstancePool<W> {
             quota: self.disk.clone().map(QuotaState::new),
             inline: InlineState::default(),
             fences: Default::default(),
+            descriptors: DescriptorCount::new(config.dir.is_some()),
             call_context: None,
             http: OutgoingHttp::new(Arc::clone(&config.outgoing_http)),
         };

@@ -6,6 +6,7 @@
 use crate::sandbox::deadline::CallDeadline;
 use crate::sandbox::inline::InlineState;
 use crate::sandbox::memory::MemoryLimiter;
+use crate::sandbox::policy::descriptor_share::DescriptorCount;
 use crate::sandbox::policy::fences::Fences;
 use crate::sandbox::policy::outgoing_http::{HasOutgoingHttp, OutgoingHttp};
 use crate::sandbox::policy::quota::QuotaState;
@@ -26,6 +27,8 @@ pub(crate) struct InstanceState {
     pub(crate) inline: InlineState,
     /// The files the instance created exclusively and holds under their kernel locks.
     pub(crate) fences: Fences,
+    /// The process's file descriptors it is counted for.
+    pub(crate) descriptors: DescriptorCount,
     /// What the world's host functions need for the call in progress (an agent's run: where
     /// its updates go), set by the call itself and gone when the next call starts. Opaque
     /// here: the sandbox never looks inside, so it knows nothing of any world.

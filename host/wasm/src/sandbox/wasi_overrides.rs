@@ -209,93 +209,15 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
         )| {
             Box::new(async move {
                 let s = cx.data_mut();
-                // Only a create or a truncate changes what the directory holds.
-                let changes = open_flags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE);
-                if changes {
-                    s.inline.refuse("open-at with create or truncate")?;
+                // Every open takes a descriptor of the process's share first.
+                if !s.descriptors.take_one() {
+                    return Ok((Err(ErrorCode::InsufficientMemory),));
                 }
-                let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
-                s.inline.check_lookup(&s.wasi.table, &fd, &path, follow)?;
-                let on_worker = s.inline.running_inline();
-                // An exclusive create opens nothing that is there already; a name just found
-                // to be a file or a directory need not be looked at again.
-                let exclusive = open_flags.contains(OpenFlags::CREATE | OpenFlags::EXCLUSIVE);
-                let found = match s.inline.checked(&fd, &path) {
-                    _ if exclusive => Look::Other,
-                    Some(true) => Look::Regular,
-                    Some(false) => Look::Other,
-                    None => special_files::look(&s.wasi.table, &fd, &path, follow, on_worker),
-                };
-                if found == Look::Special {
-                    return Ok((Err(ErrorCode::NotPermitted),));
+                let opened = open_at(s, fd, path_flags, path, open_flags, flags).await;
+                if !matches!(opened, Ok((Ok(_),))) {
+                    s.descriptors.give_back_one();
                 }
-                // A plain open of a regular file, opened here without a second look at it.
-                let plain = OpenRequest {
-                    create: false,
-                    follow,
-                    flags,
-                    cached: on_worker,
-                };
-                if found == Look::Regular
-                    && open_flags == OpenFlags::empty()
-                    && let Some(file) = open_here(&mut s.wasi.table, &fd, &path, plain)?
-                {
-                    return Ok((Ok(file),));
-                }
-                let quota = s.quota.clone().filter(|_| changes);
-                // What an exclusive create would replace is nothing: it fails if anything is
-                // there (and gives back what it was charged), so there is nothing to look at.
-                let before = match &quota {
-                    Some(_) if !exclusive => quota::entry_bytes(&mut s.wasi, &fd, &path).await,
-                    _ => None,
-                };
-                let creates =
-                    quota.is_some() && before.is_none() && open_flags.contains(OpenFlags::CREATE);
-                if let Some(quota) = &quota
-                    && creates
-                    && !quota.charge(ENTRY_BYTES)
-                {
-                    return no_space();
-                }
-                let made_private = private_files::create_private(
-                    &mut s.wasi.table,
-                    &fd,
-                    &path,
-                    open_flags,
-                    flags,
-                    on_worker,
-                )?;
-                let (result, private) = match made_private {
-                    Some(file) => (Ok(file), true),
-                    None => {
-                        let result = HostDescriptor::open_at(
-                            &mut s.wasi.filesystem(),
-                            fd,
-                            path_flags,
-                            path,
-                            open_flags,
-                            flags,
-                        )
-                        .await;
-                        (result, false)
-                    }
-                };
-                if let (Ok(file), true) = (&result, exclusive) {
-                    s.fences.fence_created(&s.wasi.table, file);
-                }
-                if let Some(quota) = &quota {
-                    match (&result, before) {
-                        (Ok(file), _) if creates && !private => {
-                            private_files::make_private(&s.wasi.table, file)
-                        }
-                        (Err(_), _) if creates => quota.credit(ENTRY_BYTES),
-                        (Ok(_), Some(bytes)) if open_flags.contains(OpenFlags::TRUNCATE) => {
-                            quota.credit(bytes.saturating_sub(ENTRY_BYTES))
-                        }
-                        _ => {}
-                    }
-                }
-                answer(&mut s.wasi, result)
+                opened
             })
         },
     )?;
@@ -391,6 +313,98 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
         },
     )?;
     Ok(())
+}
+
+/// `open-at` under every policy that concerns it (after the descriptor share's charge, which
+/// its caller takes and gives back).
+async fn open_at(
+    s: &mut InstanceState,
+    fd: Fd,
+    path_flags: PathFlags,
+    path: String,
+    open_flags: OpenFlags,
+    flags: DescriptorFlags,
+) -> wasmtime::Result<(Result<Fd, ErrorCode>,)> {
+    // Only a create or a truncate changes what the directory holds.
+    let changes = open_flags.intersects(OpenFlags::CREATE | OpenFlags::TRUNCATE);
+    if changes {
+        s.inline.refuse("open-at with create or truncate")?;
+    }
+    let follow = path_flags.contains(PathFlags::SYMLINK_FOLLOW);
+    s.inline.check_lookup(&s.wasi.table, &fd, &path, follow)?;
+    let on_worker = s.inline.running_inline();
+    // An exclusive create opens nothing that is there already; a name just found
+    // to be a file or a directory need not be looked at again.
+    let exclusive = open_flags.contains(OpenFlags::CREATE | OpenFlags::EXCLUSIVE);
+    let found = match s.inline.checked(&fd, &path) {
+        _ if exclusive => Look::Other,
+        Some(true) => Look::Regular,
+        Some(false) => Look::Other,
+        None => special_files::look(&s.wasi.table, &fd, &path, follow, on_worker),
+    };
+    if found == Look::Special {
+        return Ok((Err(ErrorCode::NotPermitted),));
+    }
+    // A plain open of a regular file, opened here without a second look at it.
+    let plain = OpenRequest {
+        create: false,
+        follow,
+        flags,
+        cached: on_worker,
+    };
+    if found == Look::Regular
+        && open_flags == OpenFlags::empty()
+        && let Some(file) = open_here(&mut s.wasi.table, &fd, &path, plain)?
+    {
+        return Ok((Ok(file),));
+    }
+    let quota = s.quota.clone().filter(|_| changes);
+    // What an exclusive create would replace is nothing: it fails if anything is
+    // there (and gives back what it was charged), so there is nothing to look at.
+    let before = match &quota {
+        Some(_) if !exclusive => quota::entry_bytes(&mut s.wasi, &fd, &path).await,
+        _ => None,
+    };
+    let creates = quota.is_some() && before.is_none() && open_flags.contains(OpenFlags::CREATE);
+    if let Some(quota) = &quota
+        && creates
+        && !quota.charge(ENTRY_BYTES)
+    {
+        return no_space();
+    }
+    let made_private =
+        private_files::create_private(&mut s.wasi.table, &fd, &path, open_flags, flags, on_worker)?;
+    let (result, private) = match made_private {
+        Some(file) => (Ok(file), true),
+        None => {
+            let result = HostDescriptor::open_at(
+                &mut s.wasi.filesystem(),
+                fd,
+                path_flags,
+                path,
+                open_flags,
+                flags,
+            )
+            .await;
+            (result, false)
+        }
+    };
+    if let (Ok(file), true) = (&result, exclusive) {
+        s.fences.fence_created(&s.wasi.table, file);
+    }
+    if let Some(quota) = &quota {
+        match (&result, before) {
+            (Ok(file), _) if creates && !private => {
+                private_files::make_private(&s.wasi.table, file)
+            }
+            (Err(_), _) if creates => quota.credit(ENTRY_BYTES),
+            (Ok(_), Some(bytes)) if open_flags.contains(OpenFlags::TRUNCATE) => {
+                quota.credit(bytes.saturating_sub(ENTRY_BYTES))
+            }
+            _ => {}
+        }
+    }
+    answer(&mut s.wasi, result)
 }
 
 /// Calls that may wait for the disk and change nothing the quota counts: never inline.

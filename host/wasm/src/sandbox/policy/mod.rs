@@ -7,9 +7,12 @@
 //! - [`fences`]: files created exclusively are held under kernel locks, never moved by another
 //!   writer while held;
 //! - [`links`]: no links are created;
-//! - [`clock`]: clock waits never outlast the call's deadline.
+//! - [`clock`]: clock waits never outlast the call's deadline;
+//! - [`descriptor_share`]: all instances together hold at most the components' share of the
+//!   process's file descriptors.
 
 pub(crate) mod clock;
+pub(crate) mod descriptor_share;
 pub(crate) mod fences;
 pub(crate) mod links;
 pub mod outgoing_http;
