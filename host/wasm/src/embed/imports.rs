@@ -9,6 +9,15 @@ use std::sync::Arc;
 use toolnexus_core::{Expect, ListQuery, StoreError, Task, TaskStore, Timestamp, check_id};
 use wasmtime::component::{HasData, Linker};
 
+/// The largest Task text a component may pass to `save`, in bytes: the store components'
+/// default `max-task`. Larger is `invalid-input`, before it is parsed.
+pub const MAX_IMPORTED_TASK_BYTES: usize = 16 << 20;
+
+/// The most Task JSON, in bytes, one `list` page hands a component: a page that would hold more
+/// is cut before the Task that would go over (at least one Task per page) and continues with
+/// its `next-page-token`, as the A2A server's `ListTasks` does.
+pub const MAX_IMPORTED_PAGE_BYTES: usize = 16 << 20;
+
 /// The bindings of a world that imports the contract's interfaces: only the `store` and
 /// `catalog` imports are used, at the current contract (`wit/`); push configs are the A2A
 /// server's business, not an agent's.
@@ -77,6 +86,12 @@ impl store::Host for ServedStore {
         task: String,
         condition: store::Condition,
     ) -> Result<u64, store::StoreError> {
+        if task.len() > MAX_IMPORTED_TASK_BYTES {
+            return Err(store::StoreError::InvalidInput(format!(
+                "a Task of {} bytes is over the {MAX_IMPORTED_TASK_BYTES} bytes a save takes",
+                task.len()
+            )));
+        }
         let task = Task::from_json_text(task).map_err(to_wit)?;
         let expect = match condition {
             store::Condition::Any => Expect::Any,
@@ -98,14 +113,24 @@ impl catalog::Host for ServedStore {
             })?),
             None => None,
         };
-        let query = ListQuery {
+        let mut query = ListQuery {
             context_id: query.context_id,
             state: query.state,
             status_timestamp_after,
             page_size: usize::try_from(query.page_size).unwrap_or(usize::MAX),
             page_token: query.page_token,
         };
-        let page = self.0.list(&query).await.map_err(to_wit)?;
+        // A page over the byte cap is asked again, smaller, so that its next-page token is the
+        // backend's own (tokens are opaque: a page cannot be cut and continued otherwise).
+        let page = loop {
+            let page = self.0.list(&query).await.map_err(to_wit)?;
+            let fit = fitting(&page.tasks, MAX_IMPORTED_PAGE_BYTES);
+            // (A backend answering more than asked is trusted host data: passed on.)
+            if fit == page.tasks.len() || fit >= query.limit() {
+                break page;
+            }
+            query.page_size = fit;
+        };
         // A backend that cannot count (only a `TaskStore` of the embedder's own can be one)
         // reports no total: the page's own length is the most that can be said without walking
         // every page.
@@ -144,4 +169,17 @@ fn to_wit(err: StoreError) -> store::StoreError {
         StoreError::OutcomeUnknown { .. } => store::StoreError::OutcomeUnknown(message),
         _ => store::StoreError::Other(message),
     }
+}
+
+/// How many of `tasks`, from the first, fit in `max` bytes of JSON; at least one, so that
+/// paging always moves on.
+fn fitting(tasks: &[Task], max: usize) -> usize {
+    let mut total = 0usize;
+    for (i, task) in tasks.iter().enumerate() {
+        total = total.saturating_add(task.as_json().len());
+        if total > max {
+            return i.max(1);
+        }
+    }
+    tasks.len()
 }

@@ -7,7 +7,9 @@ mod engine_check;
 mod imports;
 
 pub use engine_check::{EngineError, check_engine};
-pub use imports::{HasTaskStore, add_task_store_to_linker};
+pub use imports::{
+    HasTaskStore, MAX_IMPORTED_PAGE_BYTES, MAX_IMPORTED_TASK_BYTES, add_task_store_to_linker,
+};
 
 use crate::load::tick_epoch_of;
 use crate::task_store::WasmTaskStoreBuilder;

@@ -181,7 +181,14 @@ impl HasTaskStore for RuntimeState {
 }
 
 /// Runs every case of `store-user` against `tasks`, on `engine`, in one instance.
-async fn run_cases(engine: &Engine, tasks: Arc<dyn TaskStore>) {
+/// The store-user component instantiated over `tasks`, and its `run`.
+async fn store_user(
+    engine: &Engine,
+    tasks: Arc<dyn TaskStore>,
+) -> (
+    Store<RuntimeState>,
+    wasmtime::component::TypedFunc<(String,), (Result<(), String>,)>,
+) {
     let mut linker = Linker::<RuntimeState>::new(engine);
     wasmtime_wasi::p2::add_to_linker_async(&mut linker).unwrap();
     add_task_store_to_linker(&mut linker).unwrap();
@@ -200,6 +207,11 @@ async fn run_cases(engine: &Engine, tasks: Arc<dyn TaskStore>) {
     let run = instance
         .get_typed_func::<(String,), (Result<(), String>,)>(&mut store, "run")
         .unwrap();
+    (store, run)
+}
+
+async fn run_cases(engine: &Engine, tasks: Arc<dyn TaskStore>) {
+    let (mut store, run) = store_user(engine, tasks).await;
     let mut failed = Vec::new();
     for case in CASES {
         let (answer,) = run
@@ -228,6 +240,19 @@ async fn run_cases(engine: &Engine, tasks: Arc<dyn TaskStore>) {
         saved.get("marker").and_then(|marker| marker.as_str()),
         Some("second")
     );
+}
+
+/// A Task over 16 MiB passed to `save` is refused before it is parsed, and a page whose Tasks
+/// pass 16 MiB is asked again smaller (the store-user's `limits` case). Before, both went
+/// through whole.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_imports_cap_task_and_page_sizes() {
+    let (mut store, run) = store_user(&runtime_engine(), Arc::new(InMemoryTaskStore::new())).await;
+    let (answer,) = run
+        .call_async(&mut store, ("limits".to_owned(),))
+        .await
+        .unwrap();
+    assert_eq!(answer, Ok(()));
 }
 
 #[tokio::test(flavor = "multi_thread")]
