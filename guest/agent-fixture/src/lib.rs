@@ -8,6 +8,8 @@
 //! - `outcome:KIND`: ends with that outcome (`completed`, `failed`, `rejected`, `canceled`,
 //!   `input-required`, `auth-required`), its message the kind.
 //! - `reply:TEXT`: a direct reply of TEXT.
+//! - `remember:TEXT`: keeps TEXT in the instance's linear memory; `completed` with
+//!   `remembered=<what the run before kept on this instance>` (empty on a fresh instance).
 //! - `request`: `completed`, its message describing the request (`task=… context=…
 //!   continued=… history=… metadata=… owner=…`).
 //! - `config`: `completed`, its message the settings `configure` was given (`name=value`,
@@ -47,6 +49,9 @@ use toolnexus::a2a::types::{
 };
 
 /// The settings of this instance (configuration, not a Task's state).
+/// What the last `remember:TEXT` run on this instance kept in linear memory.
+static REMEMBERED: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
 static SETTINGS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
 
 struct Fixture;
@@ -69,6 +74,11 @@ impl AgentGuest for Fixture {
             "updates" => updates(argument.parse().unwrap_or(0)),
             "outcome" => outcome(argument),
             "reply" => Outcome::Reply(said(argument)),
+            "remember" => {
+                let mut last = REMEMBERED.lock().unwrap_or_else(|e| e.into_inner());
+                let before = std::mem::replace(&mut *last, argument.to_owned());
+                Outcome::Completed(Some(said(&format!("remembered={before}"))))
+            }
             "request" => Outcome::Completed(Some(said(&describe(&request)))),
             "config" => {
                 let settings = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());

@@ -43,6 +43,7 @@ pub struct WasmAgentBuilder {
     pub(crate) cache: CacheDir,
     pub(crate) max_component_bytes: u64,
     pub(crate) outgoing_http: OutgoingHttpPolicy,
+    pub(crate) fresh_instances: bool,
 }
 
 impl WasmAgentBuilder {
@@ -51,6 +52,17 @@ impl WasmAgentBuilder {
     /// see), or the name given with its bytes.
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
+        self
+    }
+
+    /// Whether every run (and every `cancel`) gets a fresh instance, dropped after it: nothing
+    /// one run leaves in the instance's linear memory (another owner's or tenant's data, a
+    /// cache the agent keeps) reaches the next, at the cost of an instantiation per run.
+    /// Default `false`: instances are reused, as they are for stores, which is faster; an
+    /// agent that serves several owners or tenants and keeps anything in memory between runs
+    /// should be run with `true`.
+    pub fn fresh_instances(mut self, fresh: bool) -> Self {
+        self.fresh_instances = fresh;
         self
     }
 
@@ -177,6 +189,7 @@ impl WasmAgentBuilder {
             timeout: self.timeout,
             max_instances: self.max_instances,
             outgoing_http: Arc::new(self.outgoing_http),
+            fresh_instances: self.fresh_instances,
         };
         let world = AgentWorld {
             exports,
@@ -226,6 +239,7 @@ impl WasmAgent {
             forward_stderr: false,
             settings: Vec::new(),
             outgoing_http: OutgoingHttpPolicy::default(),
+            fresh_instances: false,
             cache: CacheDir::Default,
             max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
         }

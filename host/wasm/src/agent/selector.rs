@@ -12,7 +12,7 @@ use crate::selector::{cache_option, stderr_option};
 use std::path::PathBuf;
 use std::sync::Arc;
 use toolnexus_core::StoreError;
-use toolnexus_core::options::{parse_duration, parse_query, parse_size};
+use toolnexus_core::options::{parse_bool, parse_duration, parse_query, parse_size};
 
 /// The options the host takes itself from an agent selector; any other is the agent's setting.
 /// (Outgoing HTTP's `allow-hosts` joins them, and the match below, where it is linked.)
@@ -27,6 +27,7 @@ pub const AGENT_OPTIONS: &[&str] = &[
     "cache",
     "max-component",
     "allow-hosts",
+    "fresh-instances",
 ];
 
 /// Store options that mean nothing for an agent: refused rather than passed on, since an
@@ -113,6 +114,9 @@ pub fn agent_builder_from_selector(selector: &str) -> Result<WasmAgentBuilder, S
             "cache" => {
                 builder.cache(cache_option(&value).ok_or_else(|| bad("a directory or off"))?)
             }
+            "fresh-instances" => {
+                builder.fresh_instances(parse_bool(&value).ok_or_else(|| bad("true or false"))?)
+            }
             "max-component" => builder.max_component_size(
                 parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))? as u64,
             ),
@@ -171,6 +175,10 @@ mod tests {
         let builder = agent_builder_from_selector("wasm:/some/where/a.wasm?instances=2").unwrap();
         assert_eq!(builder.name, "a.wasm");
         assert_eq!(builder.max_instances, 2);
+        assert!(!builder.fresh_instances, "instances are reused by default");
+        let builder = agent_builder_from_selector("wasm:a.wasm?fresh-instances=true").unwrap();
+        assert!(builder.fresh_instances);
+        assert!(builder.settings.is_empty(), "a host option, not a setting");
     }
 
     #[test]
@@ -187,6 +195,10 @@ mod tests {
                 "\"max-instances\" must be a positive",
             ),
             ("wasm:a.wasm?stderr=yes", "\"stderr\" must be log or off"),
+            (
+                "wasm:a.wasm?fresh-instances=maybe",
+                "\"fresh-instances\" must be true or false",
+            ),
             (
                 "wasm:a.wasm?dir=/tmp",
                 "\"dir\" is an option of store components",

@@ -239,6 +239,7 @@ impl HttpComponentBuilder {
             timeout: self.request_timeout,
             max_instances: self.max_instances,
             outgoing_http: Arc::new(self.outgoing_http),
+            fresh_instances: true,
         };
         let pool = InstancePool::new(config, pre, world, disk);
         // Instantiate once now and drop it: a component whose start-up traps or loops is

@@ -158,7 +158,7 @@ impl<W: World> InstancePool<W> {
                     quota::settle(quota, &mut state.wasi.table);
                 }
                 let over_quota = instance.hit_quota();
-                if !instance.leaks_handles(config.dir.is_some()) {
+                if !config.fresh_instances && !instance.leaks_handles(config.dir.is_some()) {
                     self.release(instance);
                 }
                 answer.map_err(|e| match (over_quota, &self.disk) {

@@ -68,6 +68,9 @@ pub(crate) struct SandboxConfig {
     /// Where `wasi:http` requests may go, for a world that links it (agents); the default
     /// refuses every request.
     pub(crate) outgoing_http: Arc<OutgoingHttpPolicy>,
+    /// Whether every call gets a fresh instance (dropped after it), so that nothing one call
+    /// leaves in linear memory reaches the next; otherwise instances are reused.
+    pub(crate) fresh_instances: bool,
 }
 
 impl SandboxConfig {

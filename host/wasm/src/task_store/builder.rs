@@ -270,6 +270,7 @@ impl WasmTaskStoreBuilder {
             max_instances: self.max_instances,
             // A store gets no network: `wasi:http` is not even linked.
             outgoing_http: Default::default(),
+            fresh_instances: false,
         };
         let world = TaskStoreWorld {
             exports,

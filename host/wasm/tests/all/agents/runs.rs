@@ -152,3 +152,30 @@ async fn a_cancel_reaches_the_running_component_and_the_task_stays_canceled() {
     }
     assert_eq!(status(&get(&service, &id).await).0, "TASK_STATE_CANCELED");
 }
+
+/// By default an instance serves run after run, and what one run leaves in its linear memory
+/// is there for the next (the speed of reuse). With `fresh_instances(true)` every run gets a
+/// fresh instance: nothing of one run reaches the next, whoever sent it.
+#[tokio::test(flavor = "multi_thread")]
+async fn fresh_instances_keep_one_runs_memory_from_the_next() {
+    for (fresh, second) in [(false, "remembered=secret"), (true, "remembered=")] {
+        let service = service(
+            fixture()
+                .max_instances(1)
+                .fresh_instances(fresh)
+                .build()
+                .unwrap(),
+        );
+        let first = run(&service, "remember:secret").await;
+        assert_eq!(
+            status(&first),
+            ("TASK_STATE_COMPLETED".into(), "remembered=".into())
+        );
+        let next = run(&service, "remember:other").await;
+        assert_eq!(
+            status(&next),
+            ("TASK_STATE_COMPLETED".into(), second.into()),
+            "fresh_instances({fresh})"
+        );
+    }
+}
