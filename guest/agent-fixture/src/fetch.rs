@@ -60,3 +60,36 @@ pub fn wedge_body() -> Result<u16, String> {
             .map_err(|e| format!("the body refused a write: {e:?}"))?;
     }
 }
+
+/// `buffer-bodies:N`: makes N outgoing requests, never sent, and writes into each body as much
+/// as its stream takes without waiting, keeping them all; returns the bytes the host took.
+pub fn buffer_bodies(n: usize) -> Result<u64, String> {
+    let mut kept = Vec::new();
+    let mut buffered = 0u64;
+    for _ in 0..n {
+        let request = OutgoingRequest::new(Fields::new());
+        let body = request.body().map_err(|()| "body taken twice")?;
+        let stream = body.write().map_err(|()| "body stream taken twice")?;
+        loop {
+            let room = stream
+                .check_write()
+                .map_err(|e| format!("check-write: {e:?}"))?;
+            if room == 0 {
+                break;
+            }
+            let chunk = vec![b'x'; usize::try_from(room).unwrap_or(usize::MAX).min(16 << 20)];
+            stream
+                .write(&chunk)
+                .map_err(|e| format!("the body refused a write: {e:?}"))?;
+            buffered += chunk.len() as u64;
+        }
+        kept.push((request, body, stream));
+    }
+    // Children first: a stream before its body, a body before its request.
+    for (request, body, stream) in kept {
+        drop(stream);
+        drop(body);
+        drop(request);
+    }
+    Ok(buffered)
+}

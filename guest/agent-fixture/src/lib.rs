@@ -28,6 +28,8 @@
 //!
 //! - `fetch:URL`: one GET through `wasi:http`; `completed` with `status N`, or `failed` with
 //!   the host's error (`HttpRequestDenied`, …).
+//! - `buffer-bodies:N`: N outgoing requests, never sent, each body written as far as its
+//!   stream takes without waiting; `completed` with `buffered=<bytes the host took>`.
 //! - `wedge-body`: writes into an outgoing request's body without ever sending the request, so
 //!   the write waits inside the host forever (no `allow-hosts` needed).
 //!
@@ -100,6 +102,10 @@ impl AgentGuest for Fixture {
                 }
             }
             "trap" => std::process::abort(),
+            "buffer-bodies" => match fetch::buffer_bodies(argument.parse().unwrap_or(0)) {
+                Ok(bytes) => Outcome::Completed(Some(said(&format!("buffered={bytes}")))),
+                Err(e) => Outcome::Failed(Some(said(&e))),
+            },
             "wedge-body" => match fetch::wedge_body() {
                 Ok(_) => Outcome::Completed(None),
                 Err(e) => Outcome::Failed(Some(said(&e))),

@@ -223,7 +223,21 @@ impl CheckedSender {
     }
 }
 
+/// The largest write an outgoing body's stream takes at once; with one chunk buffered beside
+/// the one in flight, what the host holds for one body the guest has not sent (or whose
+/// reader is slow) is at most twice this. wasmtime-wasi-http's default is 1 MiB, 2 MiB a body,
+/// which a guest holding hundreds of unsent bodies would multiply into gigabytes.
+pub const OUTGOING_BODY_CHUNK_BYTES: usize = 64 << 10;
+
 impl WasiHttpHooks for CheckedSender {
+    fn p2_outgoing_body_buffer_chunks(&mut self) -> usize {
+        1
+    }
+
+    fn p2_outgoing_body_chunk_size(&mut self) -> usize {
+        OUTGOING_BODY_CHUNK_BYTES
+    }
+
     /// Every scheme reaches [`send::send_checked`], which denies all but `http` and `https`, so
     /// the guest gets `HTTP-request-denied` for them like for any other refusal.
     fn is_supported_scheme(&mut self, _scheme: &hyper::http::uri::Scheme) -> bool {

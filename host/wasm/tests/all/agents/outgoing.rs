@@ -83,3 +83,22 @@ fn allow_hosts_is_an_agent_option_and_bad_entries_are_refused() {
     let err = err.to_string();
     assert!(err.contains("allow-hosts"), "{err}");
 }
+
+/// What the host buffers for a body the agent writes and never sends is capped: two chunks of
+/// `OUTGOING_BODY_CHUNK_BYTES` a body, however many bodies it keeps (before: 2 MiB a body, so
+/// an agent keeping hundreds of them held gigabytes of host memory no limit counted).
+#[tokio::test(flavor = "multi_thread")]
+async fn bodies_never_sent_hold_at_most_two_chunks_each() {
+    let service = service(fixture().build().unwrap());
+    let bodies = 8;
+    let task = run(&service, &format!("buffer-bodies:{bodies}")).await;
+    let (state, message) = status(&task);
+    assert_eq!(state, "TASK_STATE_COMPLETED", "{message}");
+    let buffered: usize = message
+        .strip_prefix("buffered=")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("a count: {message}"));
+    let cap = bodies * 2 * toolnexus_wasm::outgoing_http::OUTGOING_BODY_CHUNK_BYTES;
+    assert!(buffered > 0, "the bodies took something");
+    assert!(buffered <= cap, "{buffered} bytes buffered, over {cap}");
+}
