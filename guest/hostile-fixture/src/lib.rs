@@ -23,6 +23,8 @@
 //! | `open:<name>` | opens `<name>` in its directory for reading, as any store would (no look first), and reports that it did, or fails with the `io` error |
 //! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file), `files` (empty files), `rename-self` (writes, renaming the file onto itself after each chunk), `truncate-reuse` (a write stream opened before its file is truncated elsewhere, rewriting it, then a second file) or `unlink-held` (files of 256 KiB written, kept open and unlinked); reports how far it got and the error that stopped it |
 //! | `fill-fail:<how>:<bytes>` | the same, but fails with an `io` error when a write is refused, as a store would |
+//! | `append-keep:<name>` | opens `<name>` (created if need be), writes `a` through an append stream and keeps the stream on the instance; a miss |
+//! | `append-kept` | through the stream `append-keep` kept on this instance, if any, writes `b` and syncs the file; reports whether it had one (`wrote`) |
 //! | `read-once:<name>:<len>` | opens `<name>` in its directory and asks for `<len>` bytes from its start in one positional `read`; reports how many it got (`got`) and whether the host said the file ended there (`end`) |
 //!
 //! `get` answers what the attack answers at version 1. `save` traps if the Task's text contains
@@ -322,6 +324,69 @@ fn read_once(_name: &str, _len: u64) -> Result<(usize, bool), StoreError> {
     Ok((0, false))
 }
 
+/// The append stream `append-keep` keeps for a later call, with its file.
+#[cfg(target_family = "wasm")]
+static KEPT_APPEND: std::sync::Mutex<
+    Option<(
+        wasip2::filesystem::types::Descriptor,
+        wasip2::io::streams::OutputStream,
+    )>,
+> = std::sync::Mutex::new(None);
+
+/// Opens `name` (created if need be), writes `a` through an append stream, and keeps the
+/// stream for a later call (`append-kept`).
+#[cfg(target_family = "wasm")]
+fn append_keep(name: &str) -> Result<(), StoreError> {
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let dirs = wasip2::filesystem::preopens::get_directories();
+    let (root, _) = dirs
+        .first()
+        .ok_or_else(|| StoreError::Io("no preopened directory".into()))?;
+    let file = root
+        .open_at(
+            PathFlags::empty(),
+            name,
+            OpenFlags::CREATE,
+            DescriptorFlags::READ | DescriptorFlags::WRITE,
+        )
+        .map_err(|e| StoreError::Io(format!("open {name}: {e:?}")))?;
+    let stream = file
+        .append_via_stream()
+        .map_err(|e| StoreError::Io(format!("append stream: {e:?}")))?;
+    stream
+        .blocking_write_and_flush(b"a")
+        .map_err(|e| StoreError::Io(format!("append: {e:?}")))?;
+    *KEPT_APPEND.lock().unwrap_or_else(|e| e.into_inner()) = Some((file, stream));
+    Ok(())
+}
+
+/// Through the stream `append-keep` kept on this instance, if it has one: writes `b`, then
+/// syncs the file (which a call running on an async worker may not do: the host runs the call
+/// again on a blocking thread, on a fresh instance). Whether it had a stream to write.
+#[cfg(target_family = "wasm")]
+fn append_kept() -> Result<bool, StoreError> {
+    let kept = KEPT_APPEND.lock().unwrap_or_else(|e| e.into_inner());
+    let Some((file, stream)) = kept.as_ref() else {
+        return Ok(false);
+    };
+    stream
+        .blocking_write_and_flush(b"b")
+        .map_err(|e| StoreError::Io(format!("append: {e:?}")))?;
+    file.sync()
+        .map_err(|e| StoreError::Io(format!("sync: {e:?}")))?;
+    Ok(true)
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn append_keep(_name: &str) -> Result<(), StoreError> {
+    Ok(())
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn append_kept() -> Result<bool, StoreError> {
+    Ok(false)
+}
+
 /// Natively (clippy, `cargo test --workspace`) the crate is only type-checked.
 #[cfg(not(target_family = "wasm"))]
 fn links(_attempt: &mut impl FnMut(&str, String)) {}
@@ -516,6 +581,14 @@ fn attack(id: String) -> Result<Option<String>, StoreError> {
             Ok(_) => Ok(Some(report(&id, &[("opened".into(), name.into())]))),
             Err(e) => Err(StoreError::Io(format!("open {name}: {e}"))),
         };
+    }
+    if let Some(name) = id.strip_prefix("append-keep:") {
+        append_keep(name)?;
+        return Ok(None);
+    }
+    if id == "append-kept" {
+        let wrote = append_kept()?;
+        return Ok(Some(report(&id, &[("wrote".into(), wrote.to_string())])));
     }
     if let Some(args) = id.strip_prefix("read-once:") {
         let (name, len) = args

@@ -4,14 +4,14 @@
 //! | function of `wasi:filesystem/types` | inline (`sandbox::inline`) | and |
 //! |---|---|---|
 //! | `write`, `set-size` | never | quota charge |
-//! | `write-via-stream`, `append-via-stream` | never | quota-counted stream, written in place |
+//! | `write-via-stream`, `append-via-stream` | never (nor a write through a stream kept from an earlier call) | quota-counted stream, written in place |
 //! | `read-via-stream` | — | stream read in place, counted as holding the file |
 //! | `open-at` | cached names; never a create or truncate | special files refused, private creates, fenced exclusive creates, quota |
 //! | `create-directory-at` | never | quota charge |
 //! | `unlink-file-at`, `remove-directory-at` | never | quota credit |
 //! | `rename-at` | never | refused for a file another writer holds (`policy::fences`), quota credit |
 //! | `sync` | never | shared directory flush (`sandbox::dir_sync`) |
-//! | `sync-data`, `set-times`, `set-times-at`, `read-directory`, `read-directory-entry` | never | — |
+//! | `sync-data`, `advise`, `set-times`, `set-times-at`, `read-directory`, `read-directory-entry` | never | — |
 //! | `read` | page cache only | read in place (`sandbox::direct_io`) |
 //! | `stat-at`, `readlink-at`, `metadata-hash-at` | cached names | — |
 //! | `symlink-at`, `link-at` | — | refused (`policy::links`) |
@@ -34,7 +34,7 @@ use wasmtime::StoreContextMut;
 use wasmtime::component::{Linker, Resource, ResourceTable};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{
-    DescriptorFlags, ErrorCode, Filesize, Host as TypesHost, HostDescriptor,
+    Advice, DescriptorFlags, ErrorCode, Filesize, Host as TypesHost, HostDescriptor,
     HostDirectoryEntryStream, NewTimestamp, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::p2::{DynInputStream, DynOutputStream, FsError, FsResult, ReaddirIterator};
@@ -179,7 +179,7 @@ fn counted_output(
     let inline = s.inline.on_worker.clone();
     swap(&mut s.wasi.table, stream, |inner: DynOutputStream| {
         let inner = direct_io::writes_here(inner, position, file.as_ref(), &inline);
-        quota_streams::counted(&quota, inner, position, file)
+        quota_streams::counted(&quota, inner, position, file, &inline)
     })
 }
 
@@ -432,6 +432,19 @@ fn filesystem_waits(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
                 let s = cx.data_mut();
                 s.inline.refuse("sync-data")?;
                 let result = HostDescriptor::sync_data(&mut s.wasi.filesystem(), fd).await;
+                answer(&mut s.wasi, result)
+            })
+        },
+    )?;
+    types.func_wrap_async(
+        "[method]descriptor.advise",
+        |mut cx: Cx<'_>, (fd, offset, len, advice): (Fd, Filesize, Filesize, Advice)| {
+            Box::new(async move {
+                let s = cx.data_mut();
+                // `posix_fadvise` may start reading (`will-need`): not on an async worker.
+                s.inline.refuse("advise")?;
+                let result =
+                    HostDescriptor::advise(&mut s.wasi.filesystem(), fd, offset, len, advice).await;
                 answer(&mut s.wasi, result)
             })
         },

@@ -273,3 +273,30 @@ fn a_clock_wait_needs_no_timers_from_the_callers_runtime() {
         assert_timeout(&store.get("sleep-forever").await.unwrap_err());
     });
 }
+
+/// A write through an append stream kept from an earlier call, in a `get` running on an async
+/// worker, stops the attempt before it writes: the call runs again on a blocking thread (on a
+/// fresh instance, which has no such stream), and the file holds what the answered attempt
+/// wrote, nothing of the abandoned one. Before, the abandoned attempt's `b` stayed in the file
+/// while the answer said nothing was written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kept_append_stream_does_not_write_from_an_abandoned_inline_attempt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = toolnexus_conformance::hostile_builder()
+        .dir(tmp.path())
+        .timeout(Duration::from_secs(10))
+        .max_instances(1)
+        .build()
+        .unwrap();
+    assert_eq!(store.get("append-keep:kept.txt").await.unwrap(), None);
+    assert_eq!(
+        fs::read_to_string(tmp.path().join("kept.txt")).unwrap(),
+        "a"
+    );
+    let report = store.get("append-kept").await.unwrap().expect("a report");
+    let wrote = report.get("wrote").and_then(|w| w.as_str()).unwrap();
+    let file = fs::read_to_string(tmp.path().join("kept.txt")).unwrap();
+    let expected = if wrote == "true" { "ab" } else { "a" };
+    assert_eq!(file, expected, "the answer says wrote={wrote}");
+    still_serves(&store).await;
+}

@@ -3,6 +3,7 @@
 //! that what unlinked files free is given back only once no stream can keep them
 //! (`policy::quota::settle`).
 
+use crate::sandbox::inline::{self, InlineFlag};
 use crate::sandbox::policy::quota::{FileStreamGuard, QuotaState};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -17,6 +18,7 @@ pub(crate) fn counted(
     inner: DynOutputStream,
     position: Option<u64>,
     file: Option<Arc<std::fs::File>>,
+    inline: &InlineFlag,
 ) -> DynOutputStream {
     Box::new(CountedStream {
         inner,
@@ -24,6 +26,7 @@ pub(crate) fn counted(
         quota: quota.clone(),
         position,
         file,
+        inline: inline.clone(),
     })
 }
 
@@ -81,11 +84,20 @@ struct CountedStream {
     /// The file, to read its length before each write: another descriptor may have truncated
     /// or grown it since.
     file: Option<Arc<std::fs::File>>,
+    /// Whether the call in progress runs on an async worker. A stream made in one call may be
+    /// kept for a later one that runs there, where a write must not happen: an attempt
+    /// stopped later in the call (for a sync, a rename) would be run again, and its write
+    /// would stay behind from the abandoned attempt.
+    inline: InlineFlag,
 }
 
 impl CountedStream {
-    /// Charges a write of `n` bytes, or refuses it as the disk being full.
+    /// Charges a write of `n` bytes, or refuses it as the disk being full; in a call running
+    /// on an async worker, stops it first (it is run again on a blocking thread).
     fn charge(&mut self, n: usize) -> Result<(), StreamError> {
+        if self.inline.get() {
+            return Err(StreamError::Trap(inline::stop("a stream write", true)));
+        }
         let n = n as u64;
         let growth = match (self.position, &self.file) {
             (Some(position), Some(file)) => {
