@@ -190,6 +190,22 @@ pub struct TaskPage {
     pub total_size: Option<u64>,
 }
 
+impl TaskPage {
+    /// How many of its Tasks, from the first, fit in `max` bytes of JSON (commas between them
+    /// included); at least one, so that paging always moves on. A page cut to fewer must be
+    /// asked of the store again with that page size: page tokens are the store's own.
+    pub fn fitting(&self, max: usize) -> usize {
+        let mut total = 0usize;
+        for (i, task) in self.tasks.iter().enumerate() {
+            total = total.saturating_add(task.as_json().len() + usize::from(i > 0));
+            if total > max {
+                return i.max(1);
+            }
+        }
+        self.tasks.len()
+    }
+}
+
 /// For implementers of [`TaskStore::save_if`]: `expected` must be a version of the same Task as
 /// `task`.
 pub fn check_expected(task: &Task, expected: Option<&Task>) -> Result<(), StoreError> {
@@ -214,4 +230,37 @@ pub fn check_id(id: &str) -> Result<(), StoreError> {
         });
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(sizes: &[usize]) -> TaskPage {
+        let tasks = sizes
+            .iter()
+            .enumerate()
+            .map(|(i, size)| {
+                // `{"id":"N","p":"…"}`: 17 bytes around the padding for a one-digit id.
+                let pad = "x".repeat(size - 17);
+                Task::from_json_text(format!(r#"{{"id":"{i}","p":"{pad}"}}"#)).unwrap()
+            })
+            .collect();
+        TaskPage {
+            tasks,
+            ..TaskPage::default()
+        }
+    }
+
+    #[test]
+    fn a_page_is_cut_before_the_task_that_would_pass_the_bytes_and_keeps_at_least_one() {
+        let three = page(&[100, 100, 100]);
+        assert_eq!(three.tasks[0].as_json().len(), 100);
+        assert_eq!(three.fitting(302), 3, "two commas between three");
+        assert_eq!(three.fitting(301), 2);
+        assert_eq!(three.fitting(201), 2);
+        assert_eq!(three.fitting(200), 1);
+        assert_eq!(three.fitting(10), 1, "at least one, so paging moves on");
+        assert_eq!(page(&[]).fitting(0), 0);
+    }
 }

@@ -9,7 +9,7 @@ use crate::service_state::ServiceState;
 use crate::task_json::task_answer;
 use crate::wire::Version;
 use serde_json::{Map, Value, json};
-use toolnexus_core::{ListQuery, Task, TaskPage};
+use toolnexus_core::{ListQuery, TaskPage};
 
 impl ServiceState {
     pub(crate) async fn list(
@@ -58,7 +58,7 @@ impl ServiceState {
         let max = self.config.max_list_bytes;
         loop {
             let page = at.store.list(&query).await?;
-            let fit = fitting(&page.tasks, max);
+            let fit = page.fitting(max);
             if fit == page.tasks.len() {
                 return Ok(page);
             }
@@ -111,16 +111,3 @@ async fn total_size(at: &At, query: &ListQuery, page: &TaskPage) -> Result<u64, 
 /// The page size of [`total_size`]'s walk: A2A's largest, so a counting page holds no more
 /// than an answer's page can.
 const COUNT_PAGE_SIZE: usize = crate::call::MAX_PAGE_SIZE;
-
-/// How many of `tasks`, from the first, fit in `max` bytes of JSON (commas included); at least
-/// one, so that paging always moves on.
-fn fitting(tasks: &[Task], max: usize) -> usize {
-    let mut total = 0usize;
-    for (i, task) in tasks.iter().enumerate() {
-        total = total.saturating_add(task.as_json().len() + usize::from(i > 0));
-        if total > max {
-            return i.max(1);
-        }
-    }
-    tasks.len()
-}

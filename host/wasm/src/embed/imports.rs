@@ -124,7 +124,7 @@ impl catalog::Host for ServedStore {
         // backend's own (tokens are opaque: a page cannot be cut and continued otherwise).
         let page = loop {
             let page = self.0.list(&query).await.map_err(to_wit)?;
-            let fit = fitting(&page.tasks, MAX_IMPORTED_PAGE_BYTES);
+            let fit = page.fitting(MAX_IMPORTED_PAGE_BYTES);
             // (A backend answering more than asked is trusted host data: passed on.)
             if fit == page.tasks.len() || fit >= query.limit() {
                 break page;
@@ -169,17 +169,4 @@ fn to_wit(err: StoreError) -> store::StoreError {
         StoreError::OutcomeUnknown { .. } => store::StoreError::OutcomeUnknown(message),
         _ => store::StoreError::Other(message),
     }
-}
-
-/// How many of `tasks`, from the first, fit in `max` bytes of JSON; at least one, so that
-/// paging always moves on.
-fn fitting(tasks: &[Task], max: usize) -> usize {
-    let mut total = 0usize;
-    for (i, task) in tasks.iter().enumerate() {
-        total = total.saturating_add(task.as_json().len());
-        if total > max {
-            return i.max(1);
-        }
-    }
-    tasks.len()
 }
