@@ -23,6 +23,9 @@
 //! | `open:<name>` | opens `<name>` in its directory for reading, as any store would (no look first), and reports that it did, or fails with the `io` error |
 //! | `fill:<how>:<bytes>` | tries to make its directory hold `<bytes>` more, `<how>` being `std` (std's file writes), `pwrite` (`descriptor.write`), `stream` (`write-via-stream`), `append` (`append-via-stream`), `set-size` (a sparse file), `files` (empty files), `rename-self` (writes, renaming the file onto itself after each chunk), `truncate-reuse` (a write stream opened before its file is truncated elsewhere, rewriting it, then a second file) or `unlink-held` (files of 256 KiB written, kept open and unlinked); reports how far it got and the error that stopped it |
 //! | `fill-fail:<how>:<bytes>` | the same, but fails with an `io` error when a write is refused, as a store would |
+//! | `hold-open:<name>:<gate>` | opens `<name>`, creates `<gate>.opened`, and holds `<name>` open until a file `<gate>` appears; a miss |
+//! | `unlink:<name>` | unlinks `<name>`; a miss |
+//! | `truncate-race:<name>:<rounds>` | opens `<name>` (created if need be) and `<rounds>` times writes 64 KiB at its start and truncates it to nothing; a miss |
 //! | `append-keep:<name>` | opens `<name>` (created if need be), writes `a` through an append stream and keeps the stream on the instance; a miss |
 //! | `append-kept` | through the stream `append-keep` kept on this instance, if any, writes `b` and syncs the file; reports whether it had one (`wrote`) |
 //! | `read-once:<name>:<len>` | opens `<name>` in its directory and asks for `<len>` bytes from its start in one positional `read`; reports how many it got (`got`) and whether the host said the file ended there (`end`) |
@@ -324,6 +327,38 @@ fn read_once(_name: &str, _len: u64) -> Result<(usize, bool), StoreError> {
     Ok((0, false))
 }
 
+/// Opens `name` (created if need be) and, `rounds` times, writes 64 KiB at its start and
+/// truncates it to nothing.
+#[cfg(target_family = "wasm")]
+fn truncate_race(name: &str, rounds: u32) -> Result<(), StoreError> {
+    use wasip2::filesystem::types::{DescriptorFlags, OpenFlags, PathFlags};
+    let dirs = wasip2::filesystem::preopens::get_directories();
+    let (root, _) = dirs
+        .first()
+        .ok_or_else(|| StoreError::Io("no preopened directory".into()))?;
+    let file = root
+        .open_at(
+            PathFlags::empty(),
+            name,
+            OpenFlags::CREATE,
+            DescriptorFlags::READ | DescriptorFlags::WRITE,
+        )
+        .map_err(|e| StoreError::Io(format!("open {name}: {e:?}")))?;
+    let chunk = vec![b'r'; 64 << 10];
+    for _ in 0..rounds {
+        file.write(&chunk, 0)
+            .map_err(|e| StoreError::Io(format!("write: {e:?}")))?;
+        file.set_size(0)
+            .map_err(|e| StoreError::Io(format!("set-size: {e:?}")))?;
+    }
+    Ok(())
+}
+
+#[cfg(not(target_family = "wasm"))]
+fn truncate_race(_name: &str, _rounds: u32) -> Result<(), StoreError> {
+    Ok(())
+}
+
 /// The append stream `append-keep` keeps for a later call, with its file.
 #[cfg(target_family = "wasm")]
 static KEPT_APPEND: std::sync::Mutex<
@@ -581,6 +616,33 @@ fn attack(id: String) -> Result<Option<String>, StoreError> {
             Ok(_) => Ok(Some(report(&id, &[("opened".into(), name.into())]))),
             Err(e) => Err(StoreError::Io(format!("open {name}: {e}"))),
         };
+    }
+    if let Some(args) = id.strip_prefix("hold-open:") {
+        let (name, gate) = args
+            .split_once(':')
+            .ok_or_else(|| StoreError::InvalidInput("hold-open:<name>:<gate>".into()))?;
+        let held = std::fs::File::open(format!("/{name}"))
+            .map_err(|e| StoreError::Io(format!("open {name}: {e}")))?;
+        std::fs::write(format!("/{gate}.opened"), b"")
+            .map_err(|e| StoreError::Io(format!("mark {gate}: {e}")))?;
+        while std::fs::metadata(format!("/{gate}")).is_err() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        drop(held);
+        return Ok(None);
+    }
+    if let Some(name) = id.strip_prefix("unlink:") {
+        std::fs::remove_file(format!("/{name}"))
+            .map_err(|e| StoreError::Io(format!("unlink {name}: {e}")))?;
+        return Ok(None);
+    }
+    if let Some(args) = id.strip_prefix("truncate-race:") {
+        let (name, rounds) = args
+            .split_once(':')
+            .and_then(|(name, rounds)| Some((name, rounds.parse::<u32>().ok()?)))
+            .ok_or_else(|| StoreError::InvalidInput("truncate-race:<name>:<rounds>".into()))?;
+        truncate_race(name, rounds)?;
+        return Ok(None);
     }
     if let Some(name) = id.strip_prefix("append-keep:") {
         append_keep(name)?;

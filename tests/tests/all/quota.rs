@@ -161,3 +161,80 @@ fn the_quota_option_takes_a_size() {
         "{err}"
     );
 }
+
+/// Waits until `path` exists (a component's mark), for at most a minute.
+async fn wait_for(path: &Path) {
+    let started = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// A file one instance holds open and another unlinks still takes its space: it is counted
+/// until no instance of the pool holds it. Before, the unlinking instance was credited at once
+/// (it held no file itself), and the directory could hold more than its quota.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_another_instance_holds_is_counted_until_it_is_let_go() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("big.bin"), vec![0u8; 512 << 10]).unwrap();
+    let store = std::sync::Arc::new(
+        hostile_builder()
+            .dir(tmp.path())
+            .timeout(Duration::from_secs(30))
+            .disk_quota(QUOTA)
+            .max_instances(2)
+            .build()
+            .unwrap(),
+    );
+    let full = store.disk_used().unwrap();
+    let holder = {
+        let store = std::sync::Arc::clone(&store);
+        tokio::spawn(async move { store.get("hold-open:big.bin:gate").await })
+    };
+    wait_for(&tmp.path().join("gate.opened")).await;
+    assert_eq!(store.get("unlink:big.bin").await.unwrap(), None);
+    assert!(!tmp.path().join("big.bin").exists());
+    assert!(
+        store.disk_used().unwrap() >= full,
+        "credited while another instance holds it: {} < {full}",
+        store.disk_used().unwrap()
+    );
+    std::fs::write(tmp.path().join("gate"), b"").unwrap();
+    assert_eq!(holder.await.unwrap().unwrap(), None);
+    std::fs::remove_file(tmp.path().join("gate")).unwrap();
+    // Let go: given back.
+    assert_eq!(store.disk_used(), Some(held(tmp.path())));
+}
+
+/// Two instances writing and truncating one file at once are each charged for what they add
+/// and credited for what they free, once: the count stays what the directory holds. Before,
+/// both measured the same length and both were credited for it, and the count fell below what
+/// the directory held.
+#[tokio::test(flavor = "multi_thread")]
+async fn instances_racing_to_truncate_one_file_are_credited_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = std::sync::Arc::new(
+        hostile_builder()
+            .dir(tmp.path())
+            .timeout(Duration::from_secs(30))
+            .disk_quota(QUOTA)
+            .max_instances(2)
+            .build()
+            .unwrap(),
+    );
+    let racers: Vec<_> = (0..2)
+        .map(|_| {
+            let store = std::sync::Arc::clone(&store);
+            tokio::spawn(async move { store.get("truncate-race:shared.bin:2000").await })
+        })
+        .collect();
+    for racer in racers {
+        assert_eq!(racer.await.unwrap().unwrap(), None);
+    }
+    assert_eq!(store.disk_used(), Some(held(tmp.path())));
+}

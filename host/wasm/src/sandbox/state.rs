@@ -62,6 +62,9 @@ impl Drop for InstanceState {
     /// Dropping the instance closes every file it held, so what its unlinks and replacing
     /// renames freed is free now.
     fn drop(&mut self) {
+        // Its streams and descriptors closed first (the fields would only be dropped after
+        // this), so that what they held is let go when the quota counts.
+        drop(std::mem::take(&mut self.wasi.table));
         if let Some(quota) = &self.quota {
             quota.settle_all();
         }

@@ -88,6 +88,11 @@ fn filesystem_writes(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()>
                 let s = cx.data_mut();
                 s.inline.refuse("write")?;
                 let mut charged = 0;
+                // Held from the look at the length to the write (`DiskQuota::sizes`).
+                let _sizes = match &s.quota {
+                    Some(quota) => Some(quota.lock_sizes().await),
+                    None => None,
+                };
                 if let Some(quota) = &s.quota {
                     let end = offset.saturating_add(buf.len() as u64);
                     charged = quota::file_len(&s.wasi.table, &fd)
@@ -116,6 +121,7 @@ fn filesystem_writes(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()>
                     let result = HostDescriptor::set_size(&mut s.wasi.filesystem(), fd, size).await;
                     return answer(&mut s.wasi, result);
                 };
+                let _sizes = quota.lock_sizes().await;
                 let len = quota::file_len(&s.wasi.table, &fd).unwrap_or(0);
                 let growth = size.saturating_sub(len);
                 if !quota.charge(growth) {
@@ -152,8 +158,9 @@ fn filesystem_writes(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()>
             Box::new(async move {
                 let s = cx.data_mut();
                 s.inline.refuse("append-via-stream")?;
+                let file = descriptors::open_file(&s.wasi.table, &fd);
                 let result = match HostDescriptor::append_via_stream(&mut s.wasi.filesystem(), fd) {
-                    Ok(stream) => counted_output(s, stream, None, None),
+                    Ok(stream) => counted_output(s, stream, None, file),
                     Err(e) => Err(e),
                 };
                 answer(&mut s.wasi, result)
@@ -214,8 +221,16 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
                     return Ok((Err(ErrorCode::InsufficientMemory),));
                 }
                 let opened = open_at(s, fd, path_flags, path, open_flags, flags).await;
-                if !matches!(opened, Ok((Ok(_),))) {
-                    s.descriptors.give_back_one();
+                match &opened {
+                    Ok((Ok(file),)) => {
+                        // The quota knows which files the pool's instances hold.
+                        if let (Some(quota), Some(held)) =
+                            (&s.quota, descriptors::open_file(&s.wasi.table, file))
+                        {
+                            quota.opened(&held);
+                        }
+                    }
+                    _ => s.descriptors.give_back_one(),
                 }
                 opened
             })
@@ -253,9 +268,12 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
                 } else {
                     "remove-directory-at"
                 })?;
-                let freed = match s.quota.is_some() {
-                    true => quota::entry_bytes(&mut s.wasi, &fd, &path).await,
-                    false => None,
+                let (freed, file) = match s.quota.is_some() {
+                    true => (
+                        quota::entry_bytes(&mut s.wasi, &fd, &path).await,
+                        quota::name_identity(&s.wasi.table, &fd, &path),
+                    ),
+                    false => (None, None),
                 };
                 let result = if unlink {
                     HostDescriptor::unlink_file_at(&mut s.wasi.filesystem(), fd, path).await
@@ -263,7 +281,7 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
                     HostDescriptor::remove_directory_at(&mut s.wasi.filesystem(), fd, path).await
                 };
                 if let (Ok(()), Some(quota), Some(bytes)) = (&result, &s.quota, freed) {
-                    quota.defer_credit(bytes);
+                    quota.defer_credit(file, bytes);
                     quota::settle(quota, &mut s.wasi.table);
                 }
                 answer(&mut s.wasi, result)
@@ -291,11 +309,12 @@ fn filesystem_names(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()> 
                     }
                     false => None,
                 };
+                let replaced_file = quota::held_identity(held.as_ref());
                 let result =
                     HostDescriptor::rename_at(&mut s.wasi.filesystem(), fd, old, new_fd, new).await;
                 drop((held, fenced));
                 if let (Ok(()), Some(quota), Some(bytes)) = (&result, &s.quota, replaced) {
-                    quota.defer_credit(bytes);
+                    quota.defer_credit(replaced_file, bytes);
                     quota::settle(quota, &mut s.wasi.table);
                 }
                 answer(&mut s.wasi, result)
@@ -359,6 +378,12 @@ async fn open_at(
         return Ok((Ok(file),));
     }
     let quota = s.quota.clone().filter(|_| changes);
+    // A truncation is measured against the length: from the look to the open, no other size
+    // change in the pool (`DiskQuota::sizes`).
+    let _sizes = match &quota {
+        Some(quota) if open_flags.contains(OpenFlags::TRUNCATE) => Some(quota.lock_sizes().await),
+        _ => None,
+    };
     // What an exclusive create would replace is nothing: it fails if anything is
     // there (and gives back what it was charged), so there is nothing to look at.
     let before = match &quota {
@@ -604,10 +629,11 @@ fn read_in_place(
         return Ok(stream);
     }
     let inline = s.inline.on_worker.clone();
+    let held_file = file.clone();
     swap(&mut s.wasi.table, stream, |inner: DynInputStream| {
         let inner = direct_io::reads_here(inner, offset, file, &inline);
         match &quota {
-            Some(quota) => quota_streams::held(quota, inner),
+            Some(quota) => quota_streams::held(quota, inner, held_file.as_deref()),
             None => inner,
         }
     })

@@ -1,7 +1,7 @@
 //! What the host refuses or counts of a component's WASI calls, each policy taking only its own
 //! part of the instance's state; `sandbox::wasi_overrides` calls them.
 //!
-//! - [`quota`] and [`quota_streams`]: the disk quota of a read-write directory;
+//! - [`quota`], [`quota_holds`] and [`quota_streams`]: the disk quota of a read-write directory;
 //! - [`special_files`]: no FIFO, socket or device is opened;
 //! - [`private_files`]: files are created 0600;
 //! - [`fences`]: files created exclusively are held under kernel locks, never moved by another
@@ -18,5 +18,6 @@ pub(crate) mod links;
 pub mod outgoing_http;
 pub(crate) mod private_files;
 pub(crate) mod quota;
+pub(crate) mod quota_holds;
 pub(crate) mod quota_streams;
 pub(crate) mod special_files;

@@ -13,22 +13,24 @@
 //! the file's current length (`policy::quota_streams`); `set-size` for growth; `open-at` with
 //! `create` and `create-directory-at` for a new entry; `unlink-file-at`,
 //! `remove-directory-at`, a truncating `open-at` and a `rename-at` that replaces another file
-//! give back what they free. A file that is unlinked or replaced while the instance may still
-//! hold it open (a descriptor or a stream on any file) still takes its space, so what it frees
-//! is given back only once the instance holds no file ([`settle`]; at the latest when the
-//! instance is dropped). Charging happens before the write: a write that would pass the quota
-//! fails inside the guest with `insufficient-space` (`ENOSPC`), writes nothing, and the host
-//! reports the call as [`toolnexus_core::Limit::Disk`].
+//! give back what they free. A file that is unlinked or replaced while an instance of the pool
+//! still holds it open (a descriptor or a stream) still takes its space, so what it frees is
+//! given back only once no instance holds it (`policy::quota_holds`). Changes of a file's size
+//! measured against its length are made one at a time in the pool ([`DiskQuota::sizes`]).
+//! Charging happens before the write: a write that would pass the quota fails inside the guest
+//! with `insufficient-space` (`ENOSPC`), writes nothing, and the host reports the call as
+//! [`toolnexus_core::Limit::Disk`].
 //!
 //! **What is not:** writes by anything other than this store's instances (a native store,
 //! another process) after the scan; the count can only overestimate what the component itself
 //! adds (a sparse file counts at its length).
 
 use crate::sandbox::descriptors::{self, Held, again};
+use crate::sandbox::policy::quota_holds::{self, Holds, Identity, InstanceHolds};
 use crate::sandbox::wasi_resources::WasiResources;
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use wasmtime::component::{Resource, ResourceTable};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::filesystem::types::{DescriptorType, HostDescriptor, PathFlags};
@@ -39,20 +41,38 @@ pub const DEFAULT_DISK_QUOTA: u64 = 1 << 30;
 /// What one directory entry (file or directory) counts for besides its length.
 pub const ENTRY_BYTES: u64 = 4096;
 
-/// A directory's count of what it holds, shared by all of a pool's instances.
+/// A directory's count of what it holds, shared by all of a pool's instances, with the files
+/// they hold (and the credits waiting on them) and the lock that orders their size changes.
 #[derive(Debug)]
 pub(crate) struct DiskQuota {
     pub(crate) limit: u64,
     used: AtomicU64,
+    holds: Holds,
+    /// Held by every change of a file's size that is measured against its length (a write, a
+    /// `set-size`, a truncating open), from the look at the length to the change: two
+    /// instances changing one file at once would otherwise both measure the same length (two
+    /// truncations both credited for it).
+    sizes: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl DiskQuota {
     /// Scans `dir` (without following links) for what it holds now.
     pub(crate) fn measure(dir: &Path, limit: u64) -> std::io::Result<Self> {
-        Ok(DiskQuota {
+        Ok(DiskQuota::counting(limit, usage(dir)?))
+    }
+
+    fn counting(limit: u64, used: u64) -> Self {
+        DiskQuota {
             limit,
-            used: AtomicU64::new(usage(dir)?),
-        })
+            used: AtomicU64::new(used),
+            holds: Holds::default(),
+            sizes: Arc::default(),
+        }
+    }
+
+    /// Gives back the credits whose files no instance holds any more.
+    fn settle(&self) {
+        self.credit(self.holds.due());
     }
 
     /// What the directory holds, as counted.
@@ -107,17 +127,13 @@ fn usage(dir: &Path) -> std::io::Result<u64> {
 }
 
 /// An instance's part of its pool's quota: the shared count, whether a write of the call in
-/// progress was refused, and what unlinked or replaced files will give back once the instance
-/// holds no file that could keep them. Clones (held by the instance's counted streams) share
-/// all of it.
+/// progress was refused, and the files the instance holds by descriptor (`quota_holds`).
+/// Clones (held by the instance's counted streams) share all of it.
 #[derive(Debug, Clone)]
 pub(crate) struct QuotaState {
     disk: Arc<DiskQuota>,
     hit: Arc<AtomicBool>,
-    /// Bytes freed by unlinks and replacing renames, not yet given back.
-    pending: Arc<AtomicU64>,
-    /// Streams on files this instance holds (each keeps its file's space in use).
-    file_streams: Arc<AtomicUsize>,
+    files: Arc<Mutex<InstanceHolds>>,
 }
 
 impl QuotaState {
@@ -125,8 +141,7 @@ impl QuotaState {
         QuotaState {
             disk,
             hit: Arc::new(AtomicBool::new(false)),
-            pending: Arc::new(AtomicU64::new(0)),
-            file_streams: Arc::new(AtomicUsize::new(0)),
+            files: Arc::default(),
         }
     }
 
@@ -152,47 +167,67 @@ impl QuotaState {
         self.disk.credit(bytes);
     }
 
-    /// Counts `bytes` as freed once nothing of this instance can hold them ([`settle`]).
-    pub(crate) fn defer_credit(&self, bytes: u64) {
-        self.pending.fetch_add(bytes, Ordering::AcqRel);
+    /// Counts `bytes`, freed by unlinking or replacing `file`, as freed once no instance of the
+    /// pool holds that file ([`settle`]).
+    pub(crate) fn defer_credit(&self, file: Option<Identity>, bytes: u64) {
+        self.disk.holds.defer(file, bytes);
     }
 
-    /// Gives back what deferred credits hold, unconditionally: for an instance being dropped.
+    /// Counts a descriptor the instance just opened on `file`.
+    pub(crate) fn opened(&self, file: &std::fs::File) {
+        self.instance_files()
+            .opened(&self.disk.holds, quota_holds::identity(file));
+    }
+
+    /// For an instance being dropped (its descriptors and streams closed): lets go of its
+    /// files and gives back what no instance holds any more.
     pub(crate) fn settle_all(&self) {
-        self.credit(self.pending.swap(0, Ordering::AcqRel));
+        self.instance_files().release_all(&self.disk.holds);
+        self.disk.settle();
     }
 
-    /// Counts a live stream on a file for as long as the guard lives.
-    pub(crate) fn hold_file_stream(&self) -> FileStreamGuard {
-        self.file_streams.fetch_add(1, Ordering::AcqRel);
-        FileStreamGuard(Arc::clone(&self.file_streams))
+    /// Counts a live stream on `file` as holding it, for as long as the guard lives.
+    pub(crate) fn hold_file_stream(&self, file: Option<&std::fs::File>) -> FileStreamGuard {
+        let file = file.and_then(quota_holds::identity);
+        self.disk.holds.hold(file);
+        FileStreamGuard {
+            disk: Arc::clone(&self.disk),
+            file,
+        }
+    }
+
+    /// The pool's lock on size changes ([`DiskQuota::sizes`]), waited for.
+    pub(crate) async fn lock_sizes(&self) -> tokio::sync::OwnedMutexGuard<()> {
+        Arc::clone(&self.disk.sizes).lock_owned().await
+    }
+
+    /// The pool's lock on size changes, if no one holds it now.
+    pub(crate) fn try_lock_sizes(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        Arc::clone(&self.disk.sizes).try_lock_owned().ok()
+    }
+
+    fn instance_files(&self) -> std::sync::MutexGuard<'_, InstanceHolds> {
+        self.files.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-/// Gives back the instance's deferred credits if it holds no file: no file descriptor and no
-/// stream on a file, so no unlinked file can still be taking space because of it.
+/// Counts the instance's files anew from its resource table, and gives back what unlinks and
+/// replacing renames freed of files no instance of the pool holds any more.
 pub(crate) fn settle(quota: &QuotaState, table: &mut ResourceTable) {
-    if quota.pending.load(Ordering::Acquire) == 0 || quota.file_streams.load(Ordering::Acquire) > 0
-    {
-        return;
-    }
-    let holds_a_file = table.iter_mut().any(|entry| {
-        matches!(
-            entry.downcast_ref::<Descriptor>(),
-            Some(Descriptor::File(_))
-        )
-    });
-    if !holds_a_file {
-        quota.settle_all();
-    }
+    quota.instance_files().recount(&quota.disk.holds, table);
+    quota.disk.settle();
 }
 
-/// A live stream on a file, counted while it lives ([`QuotaState::hold_file_stream`]).
-pub(crate) struct FileStreamGuard(Arc<AtomicUsize>);
+/// A live stream on a file, holding it while it lives ([`QuotaState::hold_file_stream`]).
+pub(crate) struct FileStreamGuard {
+    disk: Arc<DiskQuota>,
+    file: Option<Identity>,
+}
 
 impl Drop for FileStreamGuard {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.disk.holds.release(self.file);
+        self.disk.settle();
     }
 }
 
@@ -238,6 +273,38 @@ pub(crate) fn hold_replaced(
     path: &str,
 ) -> Option<Held> {
     descriptors::path_handle(table, dir, path, false)
+}
+
+/// The identity of the file `held` (a handle [`hold_replaced`] took), if it can be read.
+pub(crate) fn held_identity(held: Option<&Held>) -> Option<Identity> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = rustix::fs::fstat(held?).ok()?;
+        Some((stat.st_dev, stat.st_ino))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = held;
+        None
+    }
+}
+
+/// The identity of the file `path` names under `dir` (not followed), if it can be read.
+pub(crate) fn name_identity(
+    table: &ResourceTable,
+    dir: &Resource<Descriptor>,
+    path: &str,
+) -> Option<Identity> {
+    #[cfg(target_os = "linux")]
+    {
+        let stat = descriptors::stat_name(table, dir, path, false, false)?.ok()?;
+        Some((stat.st_dev, stat.st_ino))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (table, dir, path);
+        None
+    }
 }
 
 /// What a rename of `old` under `dir` over what `held` holds frees, told from the held handle
@@ -327,10 +394,7 @@ mod tests {
 
     #[test]
     fn charges_stop_at_the_limit_and_credits_free_room() {
-        let quota = DiskQuota {
-            limit: 10_000,
-            used: AtomicU64::new(9_000),
-        };
+        let quota = DiskQuota::counting(10_000, 9_000);
         assert!(quota.charge(1_000));
         assert!(!quota.charge(1), "past the limit");
         assert_eq!(quota.used(), 10_000, "a refused charge counts nothing");

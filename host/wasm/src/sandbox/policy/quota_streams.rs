@@ -1,7 +1,7 @@
 //! The disk quota's file streams: an output stream charged for every byte it writes past the
 //! file's length ([`counted`]), and an input stream counted as holding its file ([`held`]), so
 //! that what unlinked files free is given back only once no stream can keep them
-//! (`policy::quota::settle`).
+//! (`policy::quota_holds`).
 
 use crate::sandbox::inline::{self, InlineFlag};
 use crate::sandbox::policy::quota::{FileStreamGuard, QuotaState};
@@ -22,7 +22,7 @@ pub(crate) fn counted(
 ) -> DynOutputStream {
     Box::new(CountedStream {
         inner,
-        _held: quota.hold_file_stream(),
+        _held: quota.hold_file_stream(file.as_deref()),
         quota: quota.clone(),
         position,
         file,
@@ -30,11 +30,15 @@ pub(crate) fn counted(
     })
 }
 
-/// `inner`, a file's new input stream, counted as holding the file while it lives.
-pub(crate) fn held(quota: &QuotaState, inner: DynInputStream) -> DynInputStream {
+/// `inner`, a new input stream on `file`, counted as holding the file while it lives.
+pub(crate) fn held(
+    quota: &QuotaState,
+    inner: DynInputStream,
+    file: Option<&std::fs::File>,
+) -> DynInputStream {
     Box::new(HeldStream {
         inner,
-        _held: quota.hold_file_stream(),
+        _held: quota.hold_file_stream(file),
     })
 }
 
@@ -93,14 +97,21 @@ struct CountedStream {
 
 impl CountedStream {
     /// Charges a write of `n` bytes, or refuses it as the disk being full; in a call running
-    /// on an async worker, stops it first (it is run again on a blocking thread).
-    fn charge(&mut self, n: usize) -> Result<(), StreamError> {
+    /// on an async worker, stops it first (it is run again on a blocking thread). `sizes`: the
+    /// pool's lock on size changes, held until the write is done; without it (another size
+    /// change of the pool in progress) the whole write is charged, never measured against a
+    /// length that may be changing.
+    fn charge(
+        &mut self,
+        n: usize,
+        sizes: Option<&tokio::sync::OwnedMutexGuard<()>>,
+    ) -> Result<(), StreamError> {
         if self.inline.get() {
             return Err(StreamError::Trap(inline::stop("a stream write", true)));
         }
         let n = n as u64;
-        let growth = match (self.position, &self.file) {
-            (Some(position), Some(file)) => {
+        let growth = match (self.position, &self.file, sizes) {
+            (Some(position), Some(file), Some(_)) => {
                 // A length we cannot read counts as empty: the whole write is charged.
                 let len = file.metadata().map_or(0, |meta| meta.len());
                 position.saturating_add(n).saturating_sub(len)
@@ -114,6 +125,13 @@ impl CountedStream {
             *position = position.saturating_add(n);
         }
         Ok(())
+    }
+
+    /// For a write stream, the pool's lock on size changes if it is free now (a write that
+    /// must not wait takes the conservative charge otherwise); an append is charged whole and
+    /// needs none.
+    fn sizes_now(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        self.position.and_then(|_| self.quota.try_lock_sizes())
     }
 }
 
@@ -140,7 +158,8 @@ impl Pollable for CountedStream {
 #[async_trait::async_trait]
 impl OutputStream for CountedStream {
     fn write(&mut self, bytes: Bytes) -> Result<(), StreamError> {
-        self.charge(bytes.len())?;
+        let sizes = self.sizes_now();
+        self.charge(bytes.len(), sizes.as_ref())?;
         self.inner.write(bytes)
     }
 
@@ -153,12 +172,17 @@ impl OutputStream for CountedStream {
     }
 
     async fn blocking_write_and_flush(&mut self, bytes: Bytes) -> Result<(), StreamError> {
-        self.charge(bytes.len())?;
+        let sizes = match self.position {
+            Some(_) => Some(self.quota.lock_sizes().await),
+            None => None,
+        };
+        self.charge(bytes.len(), sizes.as_ref())?;
         self.inner.blocking_write_and_flush(bytes).await
     }
 
     fn write_zeroes(&mut self, n: usize) -> Result<(), StreamError> {
-        self.charge(n)?;
+        let sizes = self.sizes_now();
+        self.charge(n, sizes.as_ref())?;
         self.inner.write_zeroes(n)
     }
 
