@@ -102,6 +102,7 @@ pub mod http_component;
 mod load;
 pub mod message;
 mod sandbox;
+mod sandbox_options;
 mod selector;
 mod task_store;
 

@@ -1,13 +1,16 @@
 //! The `wasm:` selector: `wasm:<component>[?<option>=<value>&…]`, parsed into a
 //! [`WasmTaskStoreBuilder`]. The `toolnexus` crate's `resolve_store` hands every `wasm:`
-//! selector here; this backend alone knows its options.
+//! selector here; this backend alone knows its options: the sandbox's, shared with agents and
+//! HTTP components (`sandbox_options`), and a store's own (`max-task`, `durability`,
+//! `lease-ms`).
 
 use crate::load::ComponentSource;
-use crate::task_store::{CacheDir, WasmTaskStore, WasmTaskStoreBuilder};
+use crate::sandbox_options::{SandboxOption, Seen, canonical, parse_as};
+use crate::task_store::{WasmTaskStore, WasmTaskStoreBuilder};
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
 use std::time::Duration;
-use toolnexus_core::options::{parse_bool, parse_duration, parse_query, parse_size};
+use toolnexus_core::options::{parse_query, parse_size};
 use toolnexus_core::{Durability, StoreError};
 
 /// The component path that names the file-store component embedded in this crate.
@@ -21,10 +24,12 @@ pub const WASM_OPTIONS: &[&str] = &[
     "dir",
     "readonly",
     "memory",
+    "max-memory",
     "memory-total",
     "timeout",
     "max-task",
     "instances",
+    "max-instances",
     "durability",
     "lease-ms",
     "stderr",
@@ -32,26 +37,6 @@ pub const WASM_OPTIONS: &[&str] = &[
     "quota",
     "max-component",
 ];
-
-/// The `stderr=` option of every `wasm:` selector: `log` forwards the component's stderr to the
-/// host's log, `off` does not; anything else is `None`.
-pub(crate) fn stderr_option(value: &str) -> Option<bool> {
-    match value {
-        "log" => Some(true),
-        "off" => Some(false),
-        _ => None,
-    }
-}
-
-/// The `cache=` option of every `wasm:` selector: `off`, or the directory of compiled
-/// components; an empty value is `None`.
-pub(crate) fn cache_option(value: &str) -> Option<CacheDir> {
-    match value {
-        "" => None,
-        "off" => Some(CacheDir::Off),
-        dir => Some(CacheDir::At(PathBuf::from(dir))),
-    }
-}
 
 /// The builder a `wasm:` selector describes, not yet built (nothing is read or compiled here):
 /// `wasm:<path>` or `wasm:builtin`, then options ([`WASM_OPTIONS`]), each described once, with
@@ -77,35 +62,38 @@ pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, Sto
         ComponentSource::File(PathBuf::from(path))
     };
     let mut builder = WasmTaskStore::builder(source);
+    let mut seen = Seen::default();
     for (key, value) in parse_query(query).map_err(|e| invalid(&e))? {
+        if let Some(name) = canonical(&key) {
+            seen.once(name, &key).map_err(|e| invalid(&e))?;
+            let no_network = || {
+                invalid(
+                    "\"allow-hosts\" is an option of agents and HTTP components: a store \
+                     component gets no network",
+                )
+            };
+            if name == "allow-hosts" {
+                return Err(no_network());
+            }
+            builder = match parse_as(name, &key, &value).map_err(|e| invalid(&e))? {
+                SandboxOption::Dir(dir) => builder.dir(dir),
+                SandboxOption::ReadOnly(read_only) => builder.read_only(read_only),
+                SandboxOption::Quota(bytes) => builder.disk_quota(bytes),
+                SandboxOption::Memory(bytes) => builder.memory_limit(bytes),
+                SandboxOption::MemoryTotal(bytes) => builder.memory_total_limit(bytes),
+                SandboxOption::Instances(n) => builder.max_instances(n),
+                SandboxOption::Timeout(timeout) => builder.timeout(timeout),
+                SandboxOption::Stderr(forward) => builder.forward_stderr(forward),
+                SandboxOption::Cache(cache) => builder.cache(cache),
+                SandboxOption::MaxComponent(bytes) => builder.max_component_size(bytes),
+                SandboxOption::AllowHosts(_) => return Err(no_network()),
+            };
+            continue;
+        }
         let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
         builder = match key.as_str() {
-            "dir" if value.is_empty() => return Err(invalid("empty \"dir\"")),
-            "dir" => builder.dir(value),
-            "instances" => builder.max_instances(
-                value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| bad("a positive integer"))?,
-            ),
-            "memory" => {
-                builder.memory_limit(parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))?)
-            }
-            "memory-total" => builder
-                .memory_total_limit(parse_size(&value).ok_or_else(|| bad("a size like 512MiB"))?),
             "max-task" => {
                 builder.max_task_size(parse_size(&value).ok_or_else(|| bad("a size like 16MiB"))?)
-            }
-            "quota" => builder
-                .disk_quota(parse_size(&value).ok_or_else(|| bad("a size like 1GiB"))? as u64),
-            "max-component" => builder.max_component_size(
-                parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))? as u64,
-            ),
-            "timeout" => builder
-                .timeout(parse_duration(&value).ok_or_else(|| bad("a duration like 5s or 250ms"))?),
-            "readonly" => {
-                builder.read_only(parse_bool(&value).ok_or_else(|| bad("true or false"))?)
             }
             "durability" => match value.as_str() {
                 "full" => builder.durability(Durability::Full),
@@ -121,12 +109,6 @@ pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, Sto
                         bad("a whole number of milliseconds from 10 to 3600000, like 10000")
                     })?,
             )),
-            "stderr" => {
-                builder.forward_stderr(stderr_option(&value).ok_or_else(|| bad("log or off"))?)
-            }
-            "cache" => {
-                builder.cache(cache_option(&value).ok_or_else(|| bad("a directory or off"))?)
-            }
             other => {
                 return Err(invalid(&format!(
                     "unknown option {other:?} (known: {})",
@@ -154,6 +136,36 @@ mod tests {
                 builder.lock_lease,
                 Some(Duration::from_millis(ms.parse().unwrap()))
             );
+        }
+    }
+
+    /// The sandbox's options are spelled as for agents and HTTP components (`max-memory` was
+    /// refused for stores while agents took it).
+    #[test]
+    fn the_sandbox_options_take_the_spellings_every_component_takes() {
+        let builder =
+            builder_from_selector("wasm:builtin?max-memory=32MiB&max-instances=3&timeout=2s")
+                .unwrap();
+        assert_eq!(builder.limits.memory_bytes, 32 << 20);
+        assert_eq!(builder.max_instances, 3);
+        assert_eq!(builder.limits.timeout, Duration::from_secs(2));
+        for (selector, says) in [
+            ("wasm:builtin?memory=1MiB&max-memory=2MiB", "given twice"),
+            (
+                "wasm:builtin?allow-hosts=a.example",
+                "a store component gets no network",
+            ),
+            (
+                "wasm:builtin?max-instances=0",
+                "\"max-instances\" must be a positive",
+            ),
+        ] {
+            match builder_from_selector(selector) {
+                Err(StoreError::InvalidSelector { reason, .. }) => {
+                    assert!(reason.contains(says), "{selector}: {reason}")
+                }
+                other => panic!("{selector}: expected InvalidSelector, got {other:?}"),
+            }
         }
     }
 

@@ -7,12 +7,11 @@
 use crate::agent::builder::WasmAgentBuilder;
 use crate::agent::wasm_agent::WasmAgent;
 use crate::load::{ComponentSource, ECHO_AGENT_COMPONENT, TCK_AGENT_COMPONENT};
-use crate::sandbox::policy::outgoing_http::OutgoingHttpPolicy;
-use crate::selector::{cache_option, stderr_option};
+use crate::sandbox_options::{SandboxOption, Seen, canonical, parse_as};
 use std::path::PathBuf;
 use std::sync::Arc;
 use toolnexus_core::StoreError;
-use toolnexus_core::options::{parse_bool, parse_duration, parse_query, parse_size};
+use toolnexus_core::options::{parse_bool, parse_query};
 
 /// The options the host takes itself from an agent selector; any other is the agent's setting.
 /// (Outgoing HTTP's `allow-hosts` joins them, and the match below, where it is linked.)
@@ -88,47 +87,38 @@ pub fn agent_builder_from_selector(selector: &str) -> Result<WasmAgentBuilder, S
         None => ComponentSource::File(PathBuf::from(path)),
     };
     let mut builder = WasmAgent::builder(source);
+    let mut seen = Seen::default();
     for (key, value) in parse_query(query).map_err(|e| invalid(&e))? {
+        let store_only = || {
+            invalid(&format!(
+                "{key:?} is an option of store components, not of agents (an agent gets no \
+                 directory)"
+            ))
+        };
+        if STORE_ONLY_OPTIONS.contains(&key.as_str()) {
+            return Err(store_only());
+        }
+        if let Some(name) = canonical(&key) {
+            seen.once(name, &key).map_err(|e| invalid(&e))?;
+            builder = match parse_as(name, &key, &value).map_err(|e| invalid(&e))? {
+                SandboxOption::Memory(bytes) => builder.memory_limit(bytes),
+                SandboxOption::MemoryTotal(bytes) => builder.memory_total_limit(bytes),
+                SandboxOption::Instances(n) => builder.max_instances(n),
+                SandboxOption::Timeout(timeout) => builder.timeout(timeout),
+                SandboxOption::Stderr(forward) => builder.forward_stderr(forward),
+                SandboxOption::Cache(cache) => builder.cache(cache),
+                SandboxOption::MaxComponent(bytes) => builder.max_component_size(bytes),
+                SandboxOption::AllowHosts(policy) => builder.outgoing_http(policy),
+                SandboxOption::Dir(_) | SandboxOption::ReadOnly(_) | SandboxOption::Quota(_) => {
+                    return Err(store_only());
+                }
+            };
+            continue;
+        }
         let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
         builder = match key.as_str() {
-            "max-memory" | "memory" => {
-                builder.memory_limit(parse_size(&value).ok_or_else(|| bad("a size like 128MiB"))?)
-            }
-            "memory-total" => builder
-                .memory_total_limit(parse_size(&value).ok_or_else(|| bad("a size like 1GiB"))?),
-            "max-instances" | "instances" => builder.max_instances(
-                value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| bad("a positive integer"))?,
-            ),
-            "timeout" => builder.timeout(
-                parse_duration(&value)
-                    .filter(|d| !d.is_zero())
-                    .ok_or_else(|| bad("a duration like 10m, 30s or 250ms"))?,
-            ),
-            "stderr" => {
-                builder.forward_stderr(stderr_option(&value).ok_or_else(|| bad("log or off"))?)
-            }
-            "cache" => {
-                builder.cache(cache_option(&value).ok_or_else(|| bad("a directory or off"))?)
-            }
             "fresh-instances" => {
                 builder.fresh_instances(parse_bool(&value).ok_or_else(|| bad("true or false"))?)
-            }
-            "max-component" => builder.max_component_size(
-                parse_size(&value).ok_or_else(|| bad("a size like 64MiB"))? as u64,
-            ),
-            "allow-hosts" => builder.outgoing_http(
-                OutgoingHttpPolicy::from_allow_hosts(&value)
-                    .map_err(|e| invalid(&format!("allow-hosts: {e}")))?,
-            ),
-            store_only if STORE_ONLY_OPTIONS.contains(&store_only) => {
-                return Err(invalid(&format!(
-                    "{store_only:?} is an option of store components, not of agents (an agent \
-                     gets no directory)"
-                )));
             }
             "" => return Err(invalid("an option with no name")),
             _ => builder.setting(key, value),

@@ -6,12 +6,11 @@
 
 use crate::http_component::builder::HttpComponentBuilder;
 use crate::load::ComponentSource;
-use crate::sandbox::policy::outgoing_http::OutgoingHttpPolicy;
-use crate::selector::{cache_option, stderr_option};
+use crate::sandbox_options::{SandboxOption, Seen, canonical, parse_as};
 use std::path::PathBuf;
 use std::time::Duration;
 use toolnexus_core::StoreError;
-use toolnexus_core::options::{parse_bool, parse_duration, parse_query, parse_size};
+use toolnexus_core::options::{parse_duration, parse_query};
 
 /// The options a component server's selector accepts after `?`.
 pub const HTTP_COMPONENT_OPTIONS: &[&str] = &[
@@ -44,20 +43,6 @@ fn zero_duration(value: &str) -> Option<Duration> {
     (zero && ["", "ms", "s", "m"].contains(&unit)).then_some(Duration::ZERO)
 }
 
-/// The one name of an option that has two spellings (the agents' and the stores').
-fn canonical(key: &str) -> &'static str {
-    match key {
-        "max-memory" => "memory",
-        "max-instances" => "instances",
-        "timeout" => "request-timeout",
-        other => HTTP_COMPONENT_OPTIONS
-            .iter()
-            .find(|known| **known == other)
-            .copied()
-            .unwrap_or(""),
-    }
-}
-
 /// The builder a component server's selector describes, not yet built (nothing is read or
 /// compiled here). Anything malformed is a [`StoreError::InvalidSelector`] naming what is
 /// wrong.
@@ -74,57 +59,41 @@ pub fn http_component_from_selector(selector: &str) -> Result<HttpComponentBuild
         ));
     }
     let mut builder = HttpComponentBuilder::new(ComponentSource::File(PathBuf::from(path)));
-    let mut seen: Vec<&str> = Vec::new();
+    let mut seen = Seen::default();
     for (key, value) in parse_query(query).map_err(|e| invalid(&e))? {
-        // Two spellings of one option are the option given twice.
-        let canonical = canonical(&key);
-        if seen.contains(&canonical) {
-            return Err(invalid(&format!("option {key:?} is given twice")));
-        }
-        seen.push(canonical);
-        let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
-        let size = |example: &str| parse_size(&value).ok_or_else(|| bad(example));
-        let duration = |example: &str| {
-            parse_duration(&value)
-                .filter(|d| !d.is_zero())
-                .ok_or_else(|| bad(example))
+        // `request-timeout` is this server's spelling of the sandbox's `timeout`.
+        let name = match key.as_str() {
+            "request-timeout" => Some("timeout"),
+            other => canonical(other),
         };
+        if let Some(name) = name {
+            seen.once(name, &key).map_err(|e| invalid(&e))?;
+            builder = match parse_as(name, &key, &value).map_err(|e| invalid(&e))? {
+                SandboxOption::Dir(dir) => builder.dir(dir),
+                SandboxOption::ReadOnly(read_only) => builder.read_only(read_only),
+                SandboxOption::Quota(bytes) => builder.disk_quota(bytes),
+                SandboxOption::Memory(bytes) => builder.memory_limit(bytes),
+                SandboxOption::MemoryTotal(bytes) => builder.memory_total_limit(bytes),
+                SandboxOption::Instances(n) => builder.max_instances(n),
+                SandboxOption::Timeout(timeout) => builder.request_timeout(timeout),
+                SandboxOption::Stderr(forward) => builder.forward_stderr(forward),
+                SandboxOption::Cache(cache) => builder.cache(cache),
+                SandboxOption::MaxComponent(bytes) => builder.max_component_size(bytes),
+                SandboxOption::AllowHosts(policy) => builder.outgoing_http(policy),
+            };
+            continue;
+        }
+        let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
         builder = match key.as_str() {
-            "dir" if value.is_empty() => return Err(invalid("empty \"dir\"")),
-            "dir" => builder.dir(value),
-            "readonly" => {
-                builder.read_only(parse_bool(&value).ok_or_else(|| bad("true or false"))?)
-            }
-            "quota" => builder.disk_quota(size("a size like 1GiB")? as u64),
-            "memory" | "max-memory" => builder.memory_limit(size("a size like 128MiB")?),
-            "memory-total" => builder.memory_total_limit(size("a size like 1GiB")?),
-            "instances" | "max-instances" => builder.max_instances(
-                value
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|n| *n > 0)
-                    .ok_or_else(|| bad("a positive integer"))?,
-            ),
-            "request-timeout" | "timeout" => {
-                builder.request_timeout(duration("a duration like 10m, 30s or 250ms")?)
-            }
             // Zero is meaningful here: no wait at all, 503 at once when every instance is busy.
-            "queue-timeout" => builder.queue_timeout(
-                parse_duration(&value)
-                    .or_else(|| zero_duration(&value))
-                    .ok_or_else(|| bad("a duration like 10s or 0s"))?,
-            ),
-            "allow-hosts" => builder.outgoing_http(
-                OutgoingHttpPolicy::from_allow_hosts(&value)
-                    .map_err(|e| invalid(&format!("allow-hosts: {e}")))?,
-            ),
-            "stderr" => {
-                builder.forward_stderr(stderr_option(&value).ok_or_else(|| bad("log or off"))?)
+            "queue-timeout" => {
+                seen.once("queue-timeout", &key).map_err(|e| invalid(&e))?;
+                builder.queue_timeout(
+                    parse_duration(&value)
+                        .or_else(|| zero_duration(&value))
+                        .ok_or_else(|| bad("a duration like 10s or 0s"))?,
+                )
             }
-            "cache" => {
-                builder.cache(cache_option(&value).ok_or_else(|| bad("a directory or off"))?)
-            }
-            "max-component" => builder.max_component_size(size("a size like 64MiB")? as u64),
             store_only if STORE_ONLY_OPTIONS.contains(&store_only) => {
                 return Err(invalid(&format!(
                     "{store_only:?} is an option of task-store components, not of an HTTP \
