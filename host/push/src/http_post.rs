@@ -19,9 +19,9 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout_at};
-use toolnexus_wasm::outgoing_http::allow_list::AllowList;
-use toolnexus_wasm::outgoing_http::check::Refusal;
-use toolnexus_wasm::outgoing_http::destination::{Destination, Host};
+use toolnexus_egress::allow_list::AllowList;
+use toolnexus_egress::check::Refusal;
+use toolnexus_egress::destination::{Destination, Host};
 
 /// A header that carries a secret: sent to the config's own origin only.
 #[derive(Debug, Clone)]
@@ -237,7 +237,7 @@ async fn tls_handshake(
 ) -> Result<tokio_rustls::client::TlsStream<TcpStream>, PostError> {
     let config = match tls {
         Some(config) => Arc::clone(config),
-        None => toolnexus_wasm::outgoing_http::system_tls_config()
+        None => toolnexus_egress::system_tls_config()
             .map_err(|why| PostError::Transport(format!("HTTPS impossible: {why}")))?,
     };
     let name = match &destination.host {

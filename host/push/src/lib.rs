@@ -29,7 +29,7 @@ pub mod url_policy;
 
 pub use options::PushOptions;
 pub use secrets::SealKey;
-pub use toolnexus_wasm::outgoing_http::allow_list::AllowList;
+pub use toolnexus_egress::allow_list::AllowList;
 
 use lanes::Lanes;
 use outbox::{LaneKey, Outbox};

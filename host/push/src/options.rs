@@ -5,7 +5,7 @@ use crate::secrets::SealKey;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use toolnexus_wasm::outgoing_http::allow_list::AllowList;
+use toolnexus_egress::allow_list::AllowList;
 
 /// The default per-request deadline: A2A recommends 10 to 30 seconds for a webhook's answer.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,16 +1,16 @@
 //! Which webhook URLs are acceptable: the check of a URL a client gives
 //! ([`check_url`], before anything is stored) and of where a delivery may connect
 //! ([`resolve_checked`], at every attempt and every redirect). The address rules are agents'
-//! outgoing-HTTP rules (`toolnexus_wasm::outgoing_http`), with one difference: a destination
+//! outgoing-HTTP rules (`toolnexus_egress`), with one difference: a destination
 //! the operator's list does not name may still reach public addresses.
 
 use hyper::http::Uri;
 use std::net::SocketAddr;
 use tokio::time::Instant;
-use toolnexus_wasm::outgoing_http::address::classify;
-use toolnexus_wasm::outgoing_http::allow_list::{AllowList, Reach};
-use toolnexus_wasm::outgoing_http::check::{Refusal, check_destination_or};
-use toolnexus_wasm::outgoing_http::destination::{Destination, DestinationError, Host};
+use toolnexus_egress::address::classify;
+use toolnexus_egress::allow_list::{AllowList, Reach};
+use toolnexus_egress::check::{Refusal, check_destination_or};
+use toolnexus_egress::destination::{Destination, DestinationError, Host};
 
 /// The longest webhook URL accepted, in bytes.
 pub const MAX_URL_BYTES: usize = 2048;

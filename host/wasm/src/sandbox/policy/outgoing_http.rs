@@ -22,15 +22,15 @@
 //! linker gets [`add_to_linker`]. The `wasi:io` interfaces `wasi:http` uses come from
 //! `wasmtime_wasi::p2::add_to_linker_async`, added separately.
 
-pub mod address;
-pub mod allow_list;
-pub mod check;
-pub mod destination;
 mod limited_body;
 mod send;
 #[cfg(test)]
 mod tests;
-mod tls;
+
+// The address rules live in their own crate, shared with push deliveries; re-exported here
+// under the paths they always had.
+use toolnexus_egress::tls;
+pub use toolnexus_egress::{address, allow_list, check, destination};
 
 use allow_list::{AllowHostsError, AllowList};
 pub use send::ConnectionTask;
@@ -134,7 +134,7 @@ impl OutgoingHttpPolicy {
 /// process: for the host's other senders of checked requests (push notifications), so that all
 /// of its outgoing HTTPS trusts the same roots.
 pub fn system_tls_config() -> Result<Arc<rustls::ClientConfig>, String> {
-    tls::TlsRoots::System.config()
+    toolnexus_egress::system_tls_config()
 }
 
 /// One instance's `wasi:http` state: the context `wasmtime-wasi-http` needs and the checked

@@ -4,7 +4,7 @@
 //! not followed: a 3xx goes back to the guest, whose next request is checked afresh.
 
 use super::OutgoingHttpPolicy;
-use super::check::check_destination;
+use super::check::{Refusal, check_destination};
 use super::destination::{Destination, Host};
 use super::limited_body::{LimitedBody, from_hyper};
 use http_body_util::BodyExt;
@@ -62,7 +62,7 @@ pub(super) async fn send_checked(
                 tracing::debug!("outgoing HTTP request failed: {refusal}");
             }
         })
-        .map_err(|refusal| refusal.error())?;
+        .map_err(|refusal| refusal_error(&refusal))?;
 
     let tcp = connect(&addresses, connect_by).await?;
     let stream: Box<dyn Connection> = if destination.tls {
@@ -192,6 +192,23 @@ fn clamped(options: RequestOptions, response_timeout: std::time::Duration) -> Re
         connect_timeout: clamp(options.connect_timeout),
         first_byte_timeout: clamp(options.first_byte_timeout),
         between_bytes_timeout: clamp(options.between_bytes_timeout),
+    }
+}
+
+/// The `wasi:http` error a guest gets for a refused destination: `HTTP-request-denied` for
+/// every refusal of the policy, the matching error for a name that does not resolve.
+fn refusal_error(refusal: &Refusal) -> Error {
+    match refusal {
+        Refusal::Scheme(_) | Refusal::NotAllowed(_) | Refusal::Address { .. } => {
+            Error::HttpRequestDenied
+        }
+        Refusal::Host(_) => Error::HttpRequestUriInvalid,
+        Refusal::DnsTimeout(_) => Error::DnsTimeout,
+        Refusal::Dns(_, e) => Error::DnsError {
+            rcode: Some(e.to_string()),
+            info_code: None,
+        },
+        Refusal::NoAddress(_) => Error::DestinationNotFound,
     }
 }
 

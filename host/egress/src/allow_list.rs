@@ -9,8 +9,8 @@
 //! - `internal:model.lan:8080`: that name, and it may resolve to loopback, private, link-local
 //!   or CGNAT addresses (never cloud metadata, unspecified, multicast or broadcast ones).
 
-use super::address::{AddressClass, classify};
-use super::destination::{Host, dns_name, ends_in_a_number};
+use crate::address::{AddressClass, classify};
+use crate::destination::{Host, dns_name, ends_in_a_number};
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -245,7 +245,7 @@ fn parse_pattern(host: &str) -> Result<Pattern, AllowHostsProblem> {
             .strip_suffix(']')
             .and_then(|t| t.parse().ok())
             .ok_or(AllowHostsProblem::BadHost)?;
-        return unicast(IpAddr::V6(v6)).map(|ip| Pattern::Ip(super::address::canonical(ip)));
+        return unicast(IpAddr::V6(v6)).map(|ip| Pattern::Ip(crate::address::canonical(ip)));
     }
     if let Some(suffix) = host.strip_prefix("*.") {
         return dns_name(suffix)

@@ -4,7 +4,7 @@
 //! use) makes them, never names: a name goes to the resolver, and the system resolver
 //! (`getaddrinfo`) reads the same spellings as addresses too.
 
-use super::address::canonical;
+use crate::address::canonical;
 use hyper::http::Uri;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

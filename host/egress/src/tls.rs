@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 /// Whose certificates a server's chain must end in.
 #[derive(Debug, Clone)]
-pub(super) enum TlsRoots {
+pub enum TlsRoots {
     /// The operating system's roots.
     System,
     /// A configuration built from the roots the embedder gave.
@@ -15,12 +15,12 @@ pub(super) enum TlsRoots {
 }
 
 impl TlsRoots {
-    pub(super) fn given(roots: RootCertStore) -> Result<TlsRoots, String> {
+    pub fn given(roots: RootCertStore) -> Result<TlsRoots, String> {
         config_with(roots).map(TlsRoots::Given)
     }
 
     /// The configuration to connect with, or why there is none (no system roots could be read).
-    pub(super) fn config(&self) -> Result<Arc<ClientConfig>, String> {
+    pub fn config(&self) -> Result<Arc<ClientConfig>, String> {
         match self {
             TlsRoots::Given(config) => Ok(Arc::clone(config)),
             TlsRoots::System => {
@@ -61,4 +61,9 @@ fn system_roots() -> Result<RootCertStore, String> {
         ));
     }
     Ok(roots)
+}
+
+/// The TLS client configuration with the system's roots (read once per process).
+pub fn system_tls_config() -> Result<Arc<ClientConfig>, String> {
+    TlsRoots::System.config()
 }

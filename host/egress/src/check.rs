@@ -3,17 +3,16 @@
 //! returned are the only ones the sender connects to, so what the resolver says later (DNS
 //! rebinding) never matters.
 
-use super::address::{AddressClass, canonical, classify};
-use super::allow_list::{AllowList, Reach};
-use super::destination::{Destination, DestinationError, Host};
+use crate::address::{AddressClass, canonical, classify};
+use crate::allow_list::{AllowList, Reach};
+use crate::destination::{Destination, DestinationError, Host};
 use hyper::http::Uri;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 use tokio::time::Instant;
-use wasmtime_wasi_http::Error;
 
-/// Why a request was not sent. The guest sees [`Refusal::error`]: `HTTP-request-denied` for
-/// every policy refusal; the reason goes to the host's log.
+/// Why a request was not sent. A component sees `HTTP-request-denied` for every policy
+/// refusal (`toolnexus_wasm::outgoing_http`); the reason goes to the host's log.
 #[derive(Debug)]
 pub enum Refusal {
     /// The scheme is not `http` or `https`.
@@ -43,22 +42,6 @@ impl Refusal {
             self,
             Refusal::Scheme(_) | Refusal::NotAllowed(_) | Refusal::Address { .. }
         )
-    }
-
-    /// The `wasi:http` error the guest gets.
-    pub fn error(&self) -> Error {
-        match self {
-            Refusal::Scheme(_) | Refusal::NotAllowed(_) | Refusal::Address { .. } => {
-                Error::HttpRequestDenied
-            }
-            Refusal::Host(_) => Error::HttpRequestUriInvalid,
-            Refusal::DnsTimeout(_) => Error::DnsTimeout,
-            Refusal::Dns(_, e) => Error::DnsError {
-                rcode: Some(e.to_string()),
-                info_code: None,
-            },
-            Refusal::NoAddress(_) => Error::DestinationNotFound,
-        }
     }
 }
 
