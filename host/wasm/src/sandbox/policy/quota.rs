@@ -173,10 +173,17 @@ impl QuotaState {
         self.disk.holds.defer(file, bytes);
     }
 
-    /// Counts a descriptor the instance just opened on `file`.
+    /// Counts a descriptor the instance just opened on `file`. Its identity is read (one
+    /// `fstat`) only while a credit waits for a file to be let go; otherwise it is counted as
+    /// an unknown file until the instance's next recount, which holds back only credits made
+    /// meanwhile: a `get` costs no system call for this.
     pub(crate) fn opened(&self, file: &std::fs::File) {
-        self.instance_files()
-            .opened(&self.disk.holds, quota_holds::identity(file));
+        let holds = &self.disk.holds;
+        let identity = match holds.has_pending() {
+            true => quota_holds::identity(file),
+            false => None,
+        };
+        self.instance_files().opened(holds, identity);
     }
 
     /// For an instance being dropped (its descriptors and streams closed): lets go of its

@@ -73,6 +73,11 @@ impl Holds {
         }
     }
 
+    /// Whether any credit waits for its file to be let go.
+    pub(crate) fn has_pending(&self) -> bool {
+        !self.lock().pending.is_empty()
+    }
+
     /// Takes out the credits whose file no instance holds any more; their sum.
     pub(crate) fn due(&self) -> u64 {
         let mut inner = self.lock();
