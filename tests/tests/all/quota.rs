@@ -162,6 +162,19 @@ fn the_quota_option_takes_a_size() {
     );
 }
 
+/// The hostile fixture over `dir` under [`QUOTA`], with two instances, for calls racing.
+fn two_instances(dir: &Path) -> std::sync::Arc<WasmTaskStore> {
+    std::sync::Arc::new(
+        hostile_builder()
+            .dir(dir)
+            .timeout(Duration::from_secs(30))
+            .disk_quota(QUOTA)
+            .max_instances(2)
+            .build()
+            .unwrap(),
+    )
+}
+
 /// Waits until `path` exists (a component's mark), for at most a minute.
 async fn wait_for(path: &Path) {
     let started = std::time::Instant::now();
@@ -182,15 +195,7 @@ async fn wait_for(path: &Path) {
 async fn a_file_another_instance_holds_is_counted_until_it_is_let_go() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("big.bin"), vec![0u8; 512 << 10]).unwrap();
-    let store = std::sync::Arc::new(
-        hostile_builder()
-            .dir(tmp.path())
-            .timeout(Duration::from_secs(30))
-            .disk_quota(QUOTA)
-            .max_instances(2)
-            .build()
-            .unwrap(),
-    );
+    let store = two_instances(tmp.path());
     let full = store.disk_used().unwrap();
     let holder = {
         let store = std::sync::Arc::clone(&store);
@@ -218,15 +223,7 @@ async fn a_file_another_instance_holds_is_counted_until_it_is_let_go() {
 #[tokio::test(flavor = "multi_thread")]
 async fn instances_racing_to_truncate_one_file_are_credited_once() {
     let tmp = tempfile::tempdir().unwrap();
-    let store = std::sync::Arc::new(
-        hostile_builder()
-            .dir(tmp.path())
-            .timeout(Duration::from_secs(30))
-            .disk_quota(QUOTA)
-            .max_instances(2)
-            .build()
-            .unwrap(),
-    );
+    let store = two_instances(tmp.path());
     let racers: Vec<_> = (0..2)
         .map(|_| {
             let store = std::sync::Arc::clone(&store);
