@@ -18,6 +18,7 @@
 //! | anything else | nothing (a miss) |
 //!
 //! | `hoard` / `hoard:<n>` | opens a file of its own up to 25,000 (or `<n>`) times and keeps every handle, then reports how many opens succeeded |
+//! | `hoard-until:<gate>` | creates `<gate>.opened`, opens a file of its own as often as it can (up to 25,000 times) keeping every handle, writes how many opens succeeded into `<gate>.opened`, and holds them all until a file `<gate>` appears; reports the count |
 //! | `sleep:<ms>` | sleeps (a WASI clock subscription and a blocking poll), then returns nothing |
 //! | `sleep-forever` | sleeps for `u64::MAX` nanoseconds at a time, forever |
 //! | `open:<name>` | opens `<name>` in its directory for reading, as any store would (no look first), and reports that it did, or fails with the `io` error |
@@ -73,6 +74,19 @@ fn report(id: &str, entries: &[(String, String)]) -> String {
     }
     out.push('}');
     out
+}
+
+/// Writes `path` and opens it up to `times` times, stopping at the first refusal.
+fn open_many(path: &str, times: u32) -> Result<Vec<std::fs::File>, StoreError> {
+    std::fs::write(path, "x").map_err(|e| StoreError::Io(e.to_string()))?;
+    let mut opened = Vec::new();
+    for _ in 0..times {
+        match std::fs::File::open(path) {
+            Ok(file) => opened.push(file),
+            Err(_) => break,
+        }
+    }
+    Ok(opened)
 }
 
 fn outcome<T>(r: std::io::Result<T>) -> String {
@@ -631,6 +645,20 @@ fn attack(id: String) -> Result<Option<String>, StoreError> {
         drop(held);
         return Ok(None);
     }
+    if let Some(gate) = id.strip_prefix("hoard-until:") {
+        // The mark is opened first: once the hoard is taken, no open may be left for it.
+        let mut mark = std::fs::File::create(format!("/{gate}.opened"))
+            .map_err(|e| StoreError::Io(format!("mark {gate}: {e}")))?;
+        let opened = open_many("/hoard.txt", 25_000)?;
+        mark.write_all(opened.len().to_string().as_bytes())
+            .map_err(|e| StoreError::Io(format!("mark {gate}: {e}")))?;
+        while std::fs::metadata(format!("/{gate}")).is_err() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let count = opened.len().to_string();
+        drop(opened);
+        return Ok(Some(report(&id, &[("opened".into(), count)])));
+    }
     if let Some(name) = id.strip_prefix("unlink:") {
         std::fs::remove_file(format!("/{name}"))
             .map_err(|e| StoreError::Io(format!("unlink {name}: {e}")))?;
@@ -687,18 +715,11 @@ fn attack(id: String) -> Result<Option<String>, StoreError> {
                 .strip_prefix("hoard:")
                 .map_or(Ok(25_000), str::parse)
                 .map_err(|_| StoreError::InvalidInput("hoard:<n>".into()))?;
-            std::fs::write("/hoard.txt", "x").map_err(|e| StoreError::Io(e.to_string()))?;
-            let mut opened = 0u32;
-            for _ in 0..times {
-                match std::fs::File::open("/hoard.txt") {
-                    Ok(file) => {
-                        std::mem::forget(file);
-                        opened += 1;
-                    }
-                    Err(_) => break,
-                }
-            }
-            Ok(Some(report(&id, &[("opened".into(), opened.to_string())])))
+            let opened = open_many("/hoard.txt", times)?;
+            let count = opened.len().to_string();
+            // Kept past the call: the host must close them.
+            std::mem::forget(opened);
+            Ok(Some(report(&id, &[("opened".into(), count)])))
         }
         "sleep-forever" => loop {
             std::thread::sleep(std::time::Duration::MAX);

@@ -14,7 +14,7 @@ use crate::message::sanitize;
 use crate::sandbox::deadline::{self, CallDeadline, GuestClock};
 use crate::sandbox::inline::{InlineGets, InlineState};
 use crate::sandbox::memory::{MemoryBudget, MemoryReservation};
-use crate::sandbox::policy::descriptor_share::DescriptorCount;
+use crate::sandbox::policy::descriptor_share::{DescriptorCount, PoolDescriptors};
 use crate::sandbox::policy::outgoing_http::{OutgoingHttp, OutgoingHttpPolicy};
 use crate::sandbox::policy::quota::{DiskQuota, QuotaState};
 use crate::sandbox::state::InstanceState;
@@ -109,6 +109,8 @@ pub(crate) struct InstancePool<W: World> {
     pub(crate) max_handles: usize,
     /// Whether `get`s run on the caller's task (`sandbox::inline`).
     pub(crate) inline_gets: InlineGets,
+    /// The process's descriptors its instances hold (`policy::descriptor_share`).
+    descriptors: Arc<PoolDescriptors>,
 }
 
 /// An instance ready for calls: its store and its world's functions.
@@ -200,6 +202,7 @@ impl<W: World> InstancePool<W> {
             max_handles: handles_per_instance(max_instances),
             idle: Mutex::new(Vec::new()),
             inline_gets: InlineGets::new(),
+            descriptors: PoolDescriptors::new(),
             config,
             world,
             disk,
@@ -237,7 +240,7 @@ impl<W: World> InstancePool<W> {
             quota: self.disk.clone().map(QuotaState::new),
             inline: InlineState::default(),
             fences: Default::default(),
-            descriptors: DescriptorCount::new(config.dir.is_some()),
+            descriptors: DescriptorCount::new(&self.descriptors, config.dir.is_some()),
             call_context: None,
             http: OutgoingHttp::new(Arc::clone(&config.outgoing_http)),
         };
