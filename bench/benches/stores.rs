@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolnexus::wasm::{CacheDir, ComponentSource, LoadReport, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{Durability, FileTaskStore, InMemoryTaskStore, Task, TaskStore};
 
 fn runtime() -> tokio::runtime::Runtime {

@@ -10,6 +10,7 @@
 //! arithmetic: register allocation's worst case here), `calls` (many small functions that call
 //! each other: per-function overhead). Prints one JSON object.
 
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus_bench::proc_status;
 
 use clap::Parser;

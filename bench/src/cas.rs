@@ -15,6 +15,7 @@ use clap::Parser;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
+use toolnexus::wasm::SandboxedDir;
 use toolnexus::wasm::{ComponentSource, WasmTaskStore};
 use toolnexus::{Durability, Expect, FileTaskStore, InMemoryTaskStore, Task, TaskStore};
 

@@ -15,6 +15,7 @@ use anyhow::{Context as _, anyhow};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use toolnexus::wasm::{CacheDir, CacheOutcome, ComponentSource, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{Durability, TaskStore};
 use toolnexus_conformance::node::{Js, MIN_NODE_MAJOR, find_node_and_npm};
 use toolnexus_conformance::task;

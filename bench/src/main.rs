@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{Durability, FileTaskStore, InMemoryTaskStore, Task, TaskStore};
 
 mod chart;

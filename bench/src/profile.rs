@@ -6,6 +6,7 @@
 //! workers, as `tn-compare` and a server run.
 
 use std::sync::Arc;
+use toolnexus::wasm::SandboxedDir;
 use toolnexus::wasm::{ComponentSource, WasmTaskStore};
 use toolnexus::{Durability, FileTaskStore, Task, TaskStore};
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use toolnexus::Durability;
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 
 /// One `--store-component` argument.
 #[derive(Debug, Clone)]

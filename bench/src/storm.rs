@@ -12,6 +12,7 @@
 //! instance of its own and should take about its own work; with fewer, it waits for a permit,
 //! at most `ceil(64 / instances)` deadlines.
 
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus_bench::proc_status;
 
 use clap::Parser;

@@ -25,6 +25,7 @@ use std::sync::{Arc, OnceLock};
 use toolnexus::wasm::{
     CacheDir, CacheOutcome, ComponentSource, LoadReport, WasmTaskStore, WasmTaskStoreBuilder,
 };
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{Durability, TaskStore, resolve_store};
 
 /// A harness of type `T`, set up at most once per process, for a group of tests that needs a

@@ -9,6 +9,7 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use toolnexus::wasm::Sandboxed;
 use toolnexus::{Task, TaskStore};
 
 pub mod a2a_client;

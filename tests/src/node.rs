@@ -30,6 +30,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use toolnexus::Task;
+use toolnexus::wasm::Sandboxed;
 use toolnexus::wasm::agent::WasmAgent;
 use toolnexus::wasm::{CacheDir, ComponentSource, LoadReport};
 

@@ -197,6 +197,7 @@ impl Namespaces {
             }
             #[cfg(feature = "wasm")]
             Kind::Wasm { selector, base } => {
+                use toolnexus_wasm::SandboxedDir;
                 let dir = namespace_dir(base, ns)?;
                 // The compiled component is reused from this process's memo (keyed by the
                 // component's content): a namespace costs an instantiation, not a compile.

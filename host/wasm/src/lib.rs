@@ -103,6 +103,7 @@ mod load;
 pub mod message;
 mod sandbox;
 mod sandbox_options;
+mod sandbox_spec;
 mod selector;
 mod task_store;
 
@@ -110,6 +111,7 @@ pub use cache::{CacheOutcome, default_cache_dir};
 pub use load::{ComponentSource, ECHO_AGENT_COMPONENT, FILE_STORE_COMPONENT, TCK_AGENT_COMPONENT};
 pub use sandbox::policy::descriptor_share::raise_descriptor_limit;
 pub use sandbox::policy::quota::{DEFAULT_DISK_QUOTA, ENTRY_BYTES};
+pub use sandbox_spec::{SandboxSpec, Sandboxed, SandboxedDir, SandboxedNetwork};
 pub use selector::{BUILTIN_COMPONENT, WASM_OPTIONS, builder_from_selector};
 pub use task_store::{
     CATALOG_INTERFACE, CONFIG_INTERFACE, CONTRACT_VERSION, CacheDir, DEFAULT_MAX_COMPONENT_BYTES,

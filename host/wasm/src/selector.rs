@@ -5,7 +5,8 @@
 //! `lease-ms`).
 
 use crate::load::ComponentSource;
-use crate::sandbox_options::{SandboxOption, Seen, canonical, parse_as};
+use crate::sandbox_options::{Seen, canonical, parse_as};
+use crate::sandbox_spec::Sandboxed;
 use crate::task_store::{WasmTaskStore, WasmTaskStoreBuilder};
 use std::ops::RangeInclusive;
 use std::path::PathBuf;
@@ -66,28 +67,14 @@ pub fn builder_from_selector(selector: &str) -> Result<WasmTaskStoreBuilder, Sto
     for (key, value) in parse_query(query).map_err(|e| invalid(&e))? {
         if let Some(name) = canonical(&key) {
             seen.once(name, &key).map_err(|e| invalid(&e))?;
-            let no_network = || {
-                invalid(
+            if name == "allow-hosts" {
+                return Err(invalid(
                     "\"allow-hosts\" is an option of agents and HTTP components: a store \
                      component gets no network",
-                )
-            };
-            if name == "allow-hosts" {
-                return Err(no_network());
+                ));
             }
-            builder = match parse_as(name, &key, &value).map_err(|e| invalid(&e))? {
-                SandboxOption::Dir(dir) => builder.dir(dir),
-                SandboxOption::ReadOnly(read_only) => builder.read_only(read_only),
-                SandboxOption::Quota(bytes) => builder.disk_quota(bytes),
-                SandboxOption::Memory(bytes) => builder.memory_limit(bytes),
-                SandboxOption::MemoryTotal(bytes) => builder.memory_total_limit(bytes),
-                SandboxOption::Instances(n) => builder.max_instances(n),
-                SandboxOption::Timeout(timeout) => builder.timeout(timeout),
-                SandboxOption::Stderr(forward) => builder.forward_stderr(forward),
-                SandboxOption::Cache(cache) => builder.cache(cache),
-                SandboxOption::MaxComponent(bytes) => builder.max_component_size(bytes),
-                SandboxOption::AllowHosts(_) => return Err(no_network()),
-            };
+            let option = parse_as(name, &key, &value).map_err(|e| invalid(&e))?;
+            builder.sandbox_spec().apply(option);
             continue;
         }
         let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
@@ -146,9 +133,9 @@ mod tests {
         let builder =
             builder_from_selector("wasm:builtin?max-memory=32MiB&max-instances=3&timeout=2s")
                 .unwrap();
-        assert_eq!(builder.limits.memory_bytes, 32 << 20);
-        assert_eq!(builder.max_instances, 3);
-        assert_eq!(builder.limits.timeout, Duration::from_secs(2));
+        assert_eq!(builder.spec.memory_bytes, 32 << 20);
+        assert_eq!(builder.spec.max_instances, 3);
+        assert_eq!(builder.spec.timeout, Duration::from_secs(2));
         for (selector, says) in [
             ("wasm:builtin?memory=1MiB&max-memory=2MiB", "given twice"),
             (

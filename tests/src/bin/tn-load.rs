@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use toolnexus::TaskStore;
 use toolnexus::wasm::{CacheDir, CacheOutcome, ComponentSource, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 
 #[tokio::main]
 async fn main() {

@@ -6,6 +6,7 @@
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
+use toolnexus::wasm::SandboxedDir;
 use toolnexus::wasm::{ComponentSource, WasmTaskStore};
 use toolnexus::{FileTaskStore, PushConfig, StoreError, Task, TaskStore};
 use toolnexus_compose::{ComposeError, compose, compose_chain};

@@ -2,6 +2,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use toolnexus::wasm::SandboxedDir;
 use toolnexus::wasm::{ComponentSource, WasmTaskStore};
 use toolnexus::{Durability, FileTaskStore, InMemoryTaskStore, TaskStore};
 use toolnexus_conformance::{GUARDED_FILE_STORE_COMPONENT, StoreFactory, suite};

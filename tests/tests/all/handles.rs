@@ -9,6 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 use toolnexus::wasm::WasmTaskStore;
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{Limit, TaskStore};
 use toolnexus_conformance::is_limit;
 

@@ -24,6 +24,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{FileTaskStore, ListQuery, PushConfig, StoreError, Task, TaskStore};
 use toolnexus_conformance::component_harness::{self, StoreComponent};
 use toolnexus_conformance::interchange::{

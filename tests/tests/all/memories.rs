@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{Limit, StoreError, TaskStore};
 
 const PAGE: usize = 64 << 10;

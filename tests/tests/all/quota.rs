@@ -7,6 +7,7 @@ use serde_json::json;
 use std::path::Path;
 use std::time::Duration;
 use toolnexus::wasm::{ComponentSource, ENTRY_BYTES, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{Limit, StoreError, TaskStore};
 use toolnexus_conformance::{hostile_builder, is_limit, task};
 

@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use toolnexus::wasm::{ComponentSource, WasmTaskStore, WasmTaskStoreBuilder};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{Limit, StoreError, TaskStore};
 use toolnexus_conformance::{HOSTILE_COMPONENT, task};
 

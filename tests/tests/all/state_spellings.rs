@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use toolnexus::state::TaskState;
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus::{InMemoryTaskStore, ListQuery, StoreError, TaskStore};
 use toolnexus_conformance::a2a_client::call;
 use toolnexus_conformance::{GUARDED_FILE_STORE_COMPONENT, listing_stores, task};

@@ -9,6 +9,7 @@
 use std::sync::{Arc, Mutex};
 use toolnexus::TaskStore;
 use toolnexus::wasm::{CacheDir, ComponentSource, WasmTaskStore};
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 use toolnexus_conformance::HOSTILE_COMPONENT;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};

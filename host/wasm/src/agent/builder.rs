@@ -5,14 +5,12 @@ use crate::agent::contract::{AGENT_CONFIG_INTERFACE, AGENT_INTERFACE, AgentExpor
 use crate::agent::task_import;
 use crate::agent::wasm_agent::WasmAgent;
 use crate::agent::world::AgentWorld;
-use crate::cache;
-use crate::load::{ComponentSource, compile, engine};
-use crate::sandbox::memory::MemoryReservation;
-use crate::sandbox::policy::outgoing_http::{self, OutgoingHttpPolicy};
-use crate::sandbox::pool::{InstancePool, SandboxConfig};
+use crate::load::{ComponentSource, engine};
+use crate::sandbox::policy::outgoing_http;
+use crate::sandbox::pool::InstancePool;
 use crate::sandbox::state::InstanceState;
 use crate::sandbox::wasi_overrides;
-use crate::task_store::{CacheDir, DEFAULT_MAX_COMPONENT_BYTES};
+use crate::sandbox_spec::{SandboxSpec, Sandboxed, SandboxedNetwork};
 use std::sync::Arc;
 use std::time::Duration;
 use toolnexus_core::StoreError;
@@ -29,22 +27,29 @@ pub const DEFAULT_AGENT_INSTANCES: usize = 16;
 /// The deadline of the component's `cancel` (it should only release what it holds).
 pub const AGENT_CANCEL_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Builds a [`WasmAgent`]: which component, its limits and its settings.
+/// Builds a [`WasmAgent`]: which component, what it may use ([`SandboxSpec`], set through
+/// [`Sandboxed`] and [`SandboxedNetwork`]; an agent gets no directory), its limits and its
+/// settings.
 #[derive(Debug, Clone)]
 pub struct WasmAgentBuilder {
     pub(crate) source: ComponentSource,
     pub(crate) name: String,
-    pub(crate) memory_bytes: usize,
-    pub(crate) memory_total_bytes: usize,
-    pub(crate) max_instances: usize,
-    pub(crate) timeout: Duration,
-    pub(crate) forward_stderr: bool,
+    pub(crate) spec: SandboxSpec,
     pub(crate) settings: Vec<(String, String)>,
-    pub(crate) cache: CacheDir,
-    pub(crate) max_component_bytes: u64,
-    pub(crate) outgoing_http: OutgoingHttpPolicy,
     pub(crate) fresh_instances: bool,
 }
+
+/// An agent's sandbox. Its defaults: [`DEFAULT_AGENT_MEMORY`] per instance,
+/// [`DEFAULT_AGENT_MEMORY_TOTAL`] for all, at most [`DEFAULT_AGENT_INSTANCES`] instances (and
+/// so runs and cancels at once), a deadline of [`DEFAULT_AGENT_TIMEOUT`] per run (past it the
+/// run stops and its Task is failed), no network.
+impl Sandboxed for WasmAgentBuilder {
+    fn sandbox_spec(&mut self) -> &mut SandboxSpec {
+        &mut self.spec
+    }
+}
+
+impl SandboxedNetwork for WasmAgentBuilder {}
 
 impl WasmAgentBuilder {
     /// The name of the agent in the messages of the Tasks it fails (`agent <name>: …`) and in
@@ -66,66 +71,10 @@ impl WasmAgentBuilder {
         self
     }
 
-    /// The cap on all linear memories of one instance together, in bytes. Default
-    /// [`DEFAULT_AGENT_MEMORY`].
-    pub fn memory_limit(mut self, bytes: usize) -> Self {
-        self.memory_bytes = bytes;
-        self
-    }
-
-    /// The budget for the linear memories of all instances together, in bytes. Default
-    /// [`DEFAULT_AGENT_MEMORY_TOTAL`]. A run starts only while it has room for its instance to
-    /// grow as large as the largest so far; others wait for an instance.
-    pub fn memory_total_limit(mut self, bytes: usize) -> Self {
-        self.memory_total_bytes = bytes;
-        self
-    }
-
-    /// At most this many instances exist at once, and so at most this many runs (and
-    /// cancels) at once; more wait their turn. Default [`DEFAULT_AGENT_INSTANCES`]; values
-    /// below 1 count as 1.
-    pub fn max_instances(mut self, n: usize) -> Self {
-        self.max_instances = n.max(1);
-        self
-    }
-
-    /// The deadline of one run (`handle`): past it the run stops and its Task is failed.
-    /// Default [`DEFAULT_AGENT_TIMEOUT`].
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Forward the component's stderr, line by line, to the host's `tracing` log (target
-    /// `toolnexus::component`, level INFO). Off by default.
-    pub fn forward_stderr(mut self, forward: bool) -> Self {
-        self.forward_stderr = forward;
-        self
-    }
-
     /// A setting passed to the component's `config.configure` (in the order given). A
     /// component that does not export `config` takes no settings: building it with any fails.
-    /// Where the agent's `wasi:http` requests may go (`docs/outgoing-http.md`). Default:
-    /// nowhere.
-    pub fn outgoing_http(mut self, policy: OutgoingHttpPolicy) -> Self {
-        self.outgoing_http = policy;
-        self
-    }
-
     pub fn setting(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.settings.push((name.into(), value.into()));
-        self
-    }
-
-    /// Where compiled components are cached across processes.
-    pub fn cache(mut self, cache: CacheDir) -> Self {
-        self.cache = cache;
-        self
-    }
-
-    /// The largest component file this builder compiles (default 32 MiB).
-    pub fn max_component_size(mut self, bytes: u64) -> Self {
-        self.max_component_bytes = bytes;
         self
     }
 
@@ -139,19 +88,10 @@ impl WasmAgentBuilder {
             reason,
         };
         let engine = engine().map_err(|e| load_err(e.clone()))?;
-        let cache_dir = match &self.cache {
-            CacheDir::Default => cache::default_cache_dir(),
-            CacheDir::At(dir) => Some(dir.clone()),
-            CacheDir::Off => None,
-        };
-        let (component, _) = compile(
-            engine,
-            &self.source,
-            cache_dir.as_deref(),
-            true,
-            self.max_component_bytes,
-        )
-        .map_err(&load_err)?;
+        let (component, _) = self
+            .spec
+            .compile(engine, &self.source, true)
+            .map_err(&load_err)?;
 
         let mut linker = Linker::<InstanceState>::new(engine);
         wasi_overrides::add_to_linker(&mut linker).map_err(|e| load_err(format!("{e:#}")))?;
@@ -179,37 +119,15 @@ impl WasmAgentBuilder {
                 names.join(", ")
             )));
         }
-        let config = SandboxConfig {
-            name: self.name.clone(),
-            dir: None,
-            read_only: true,
-            forward_stderr: self.forward_stderr,
-            memory_bytes: self.memory_bytes,
-            memory_total_bytes: self.memory_total_bytes,
-            timeout: self.timeout,
-            max_instances: self.max_instances,
-            outgoing_http: Arc::new(self.outgoing_http),
-            fresh_instances: self.fresh_instances,
-        };
+        let config = self
+            .spec
+            .config(self.name.clone(), None, self.fresh_instances);
         let world = AgentWorld {
             exports,
             settings: self.settings.clone(),
         };
         let pool = InstancePool::new(config, pre, world, None);
-        // Instantiate once now: a component whose start-up traps, loops or refuses its settings
-        // is refused here. On a thread of its own, as the store's builder does: the caller may
-        // be on an async worker, where blocking would panic.
-        let first = std::thread::scope(|scope| {
-            scope
-                .spawn(|| {
-                    wasmtime_wasi::runtime::in_tokio(
-                        pool.instantiate(MemoryReservation::none(&pool.budget)),
-                    )
-                })
-                .join()
-        })
-        .map_err(|_| load_err("instantiating it panicked the host thread".into()))?
-        .map_err(|e| load_err(format!("{e}")))?;
+        let first = pool.first_instance().map_err(&load_err)?;
         pool.release(first);
         Ok(WasmAgent {
             pool: Arc::new(pool),
@@ -232,16 +150,14 @@ impl WasmAgent {
         WasmAgentBuilder {
             source,
             name,
-            memory_bytes: DEFAULT_AGENT_MEMORY,
-            memory_total_bytes: DEFAULT_AGENT_MEMORY_TOTAL,
-            max_instances: DEFAULT_AGENT_INSTANCES,
-            timeout: DEFAULT_AGENT_TIMEOUT,
-            forward_stderr: false,
+            spec: SandboxSpec::with_limits(
+                DEFAULT_AGENT_MEMORY,
+                DEFAULT_AGENT_MEMORY_TOTAL,
+                DEFAULT_AGENT_INSTANCES,
+                DEFAULT_AGENT_TIMEOUT,
+            ),
             settings: Vec::new(),
-            outgoing_http: OutgoingHttpPolicy::default(),
             fresh_instances: false,
-            cache: CacheDir::Default,
-            max_component_bytes: DEFAULT_MAX_COMPONENT_BYTES,
         }
     }
 }

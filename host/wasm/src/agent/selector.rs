@@ -8,6 +8,7 @@ use crate::agent::builder::WasmAgentBuilder;
 use crate::agent::wasm_agent::WasmAgent;
 use crate::load::{ComponentSource, ECHO_AGENT_COMPONENT, TCK_AGENT_COMPONENT};
 use crate::sandbox_options::{SandboxOption, Seen, canonical, parse_as};
+use crate::sandbox_spec::Sandboxed;
 use std::path::PathBuf;
 use std::sync::Arc;
 use toolnexus_core::StoreError;
@@ -100,19 +101,12 @@ pub fn agent_builder_from_selector(selector: &str) -> Result<WasmAgentBuilder, S
         }
         if let Some(name) = canonical(&key) {
             seen.once(name, &key).map_err(|e| invalid(&e))?;
-            builder = match parse_as(name, &key, &value).map_err(|e| invalid(&e))? {
-                SandboxOption::Memory(bytes) => builder.memory_limit(bytes),
-                SandboxOption::MemoryTotal(bytes) => builder.memory_total_limit(bytes),
-                SandboxOption::Instances(n) => builder.max_instances(n),
-                SandboxOption::Timeout(timeout) => builder.timeout(timeout),
-                SandboxOption::Stderr(forward) => builder.forward_stderr(forward),
-                SandboxOption::Cache(cache) => builder.cache(cache),
-                SandboxOption::MaxComponent(bytes) => builder.max_component_size(bytes),
-                SandboxOption::AllowHosts(policy) => builder.outgoing_http(policy),
+            match parse_as(name, &key, &value).map_err(|e| invalid(&e))? {
                 SandboxOption::Dir(_) | SandboxOption::ReadOnly(_) | SandboxOption::Quota(_) => {
                     return Err(store_only());
                 }
-            };
+                option => builder.sandbox_spec().apply(option),
+            }
             continue;
         }
         let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
@@ -146,11 +140,11 @@ mod tests {
              &model=small&greeting=hi%20there&memory-total=1GiB",
         )
         .unwrap();
-        assert_eq!(builder.timeout, Duration::from_secs(600));
-        assert_eq!(builder.memory_bytes, 32 << 20);
-        assert_eq!(builder.memory_total_bytes, 1 << 30);
-        assert_eq!(builder.max_instances, 3);
-        assert!(builder.forward_stderr);
+        assert_eq!(builder.spec.timeout, Duration::from_secs(600));
+        assert_eq!(builder.spec.memory_bytes, 32 << 20);
+        assert_eq!(builder.spec.memory_total_bytes, 1 << 30);
+        assert_eq!(builder.spec.max_instances, 3);
+        assert!(builder.spec.forward_stderr);
         assert_eq!(
             builder.settings,
             vec![
@@ -164,7 +158,7 @@ mod tests {
         );
         let builder = agent_builder_from_selector("wasm:/some/where/a.wasm?instances=2").unwrap();
         assert_eq!(builder.name, "a.wasm");
-        assert_eq!(builder.max_instances, 2);
+        assert_eq!(builder.spec.max_instances, 2);
         assert!(!builder.fresh_instances, "instances are reused by default");
         let builder = agent_builder_from_selector("wasm:a.wasm?fresh-instances=true").unwrap();
         assert!(builder.fresh_instances);

@@ -6,7 +6,8 @@
 
 use crate::http_component::builder::HttpComponentBuilder;
 use crate::load::ComponentSource;
-use crate::sandbox_options::{SandboxOption, Seen, canonical, parse_as};
+use crate::sandbox_options::{Seen, canonical, parse_as};
+use crate::sandbox_spec::Sandboxed;
 use std::path::PathBuf;
 use std::time::Duration;
 use toolnexus_core::StoreError;
@@ -68,19 +69,8 @@ pub fn http_component_from_selector(selector: &str) -> Result<HttpComponentBuild
         };
         if let Some(name) = name {
             seen.once(name, &key).map_err(|e| invalid(&e))?;
-            builder = match parse_as(name, &key, &value).map_err(|e| invalid(&e))? {
-                SandboxOption::Dir(dir) => builder.dir(dir),
-                SandboxOption::ReadOnly(read_only) => builder.read_only(read_only),
-                SandboxOption::Quota(bytes) => builder.disk_quota(bytes),
-                SandboxOption::Memory(bytes) => builder.memory_limit(bytes),
-                SandboxOption::MemoryTotal(bytes) => builder.memory_total_limit(bytes),
-                SandboxOption::Instances(n) => builder.max_instances(n),
-                SandboxOption::Timeout(timeout) => builder.request_timeout(timeout),
-                SandboxOption::Stderr(forward) => builder.forward_stderr(forward),
-                SandboxOption::Cache(cache) => builder.cache(cache),
-                SandboxOption::MaxComponent(bytes) => builder.max_component_size(bytes),
-                SandboxOption::AllowHosts(policy) => builder.outgoing_http(policy),
-            };
+            let option = parse_as(name, &key, &value).map_err(|e| invalid(&e))?;
+            builder.sandbox_spec().apply(option);
             continue;
         }
         let bad = |what: &str| invalid(&format!("{key:?} must be {what}, not {value:?}"));
@@ -129,20 +119,20 @@ mod tests {
              &request-timeout=2m&queue-timeout=0s&stderr=log&readonly=false&allow-hosts=127.0.0.1:9",
         )
         .unwrap();
-        assert_eq!(builder.dir, Some(PathBuf::from("data")));
-        assert_eq!(builder.disk_quota, 2 << 20);
-        assert_eq!(builder.memory_bytes, 32 << 20);
-        assert_eq!(builder.memory_total_bytes, 256 << 20);
-        assert_eq!(builder.max_instances, 3);
-        assert_eq!(builder.request_timeout, Duration::from_secs(120));
+        assert_eq!(builder.spec.dir, Some(PathBuf::from("data")));
+        assert_eq!(builder.spec.disk_quota_bytes, 2 << 20);
+        assert_eq!(builder.spec.memory_bytes, 32 << 20);
+        assert_eq!(builder.spec.memory_total_bytes, 256 << 20);
+        assert_eq!(builder.spec.max_instances, 3);
+        assert_eq!(builder.spec.timeout, Duration::from_secs(120));
         assert_eq!(builder.queue_timeout, Duration::ZERO);
-        assert!(builder.forward_stderr);
+        assert!(builder.spec.forward_stderr);
         assert_eq!(
             builder.name, "app.wasm",
             "the file name, never its directory"
         );
         let plain = http_component_from_selector("app.wasm").unwrap();
-        assert_eq!(plain.dir, None, "no directory unless given");
+        assert_eq!(plain.spec.dir, None, "no directory unless given");
     }
 
     #[test]

@@ -296,6 +296,24 @@ impl<W: World> InstancePool<W> {
         }
     }
 
+    /// Makes one instance now, as a builder does before it answers: a component whose start-up
+    /// traps, loops or refuses its settings is refused at build, not at the first call. On a
+    /// thread of its own: set-up may do WASI I/O, which blocks on a Tokio runtime, and the
+    /// builder's caller may be on an async worker, where blocking would panic.
+    pub(crate) fn first_instance(&self) -> Result<Instance<W::Api>, String> {
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    wasmtime_wasi::runtime::in_tokio(
+                        self.instantiate(MemoryReservation::none(&self.budget)),
+                    )
+                })
+                .join()
+        })
+        .map_err(|_| "instantiating it panicked the host thread".to_owned())?
+        .map_err(|e| e.to_string())
+    }
+
     /// Back to the idle pool, unless it is full (then the instance is dropped); either way a
     /// call waiting for an instance ([`InstancePool::instance_or_reservation`]) looks again.
     pub(crate) fn release(&self, mut instance: Instance<W::Api>) {

@@ -5,6 +5,7 @@
 
 use crate::load::ComponentSource;
 use crate::sandbox::pool::InstancePool;
+use crate::sandbox_spec::SandboxedDir;
 use crate::task_store::limits::Limits;
 use crate::task_store::version::{CATALOG_INTERFACE, PUSH_CONFIGS_INTERFACE};
 use crate::task_store::world::TaskStoreWorld;

@@ -10,6 +10,7 @@ use toolnexus_core::{Expect, ListQuery, PushConfig, StoreError, Task, TaskStore,
 use toolnexus_wasm::{
     CATALOG_INTERFACE, CacheDir, ComponentSource, STORE_INTERFACE, WasmTaskStore,
 };
+use toolnexus_wasm::{Sandboxed, SandboxedDir};
 
 /// A bump allocator for the canonical ABI (8-byte aligned; tests make few calls) and a helper
 /// that zeroes the 64-byte answer area at 0 and returns its address.

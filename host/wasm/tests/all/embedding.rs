@@ -9,6 +9,7 @@ use std::time::Duration;
 use toolnexus_core::{FileTaskStore, InMemoryTaskStore, Limit, StoreError, Task, TaskStore};
 use toolnexus_wasm::embed::{EngineError, HasTaskStore, add_task_store_to_linker, check_engine};
 use toolnexus_wasm::{CacheDir, ComponentSource, WasmTaskStore, WasmTaskStoreBuilder};
+use toolnexus_wasm::{Sandboxed, SandboxedDir};
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};

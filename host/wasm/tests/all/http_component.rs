@@ -15,6 +15,7 @@ use toolnexus_core::StoreError;
 use toolnexus_wasm::http_component::{HttpComponent, HttpComponentBuilder, ServerLimits, serve};
 use toolnexus_wasm::outgoing_http::OutgoingHttpPolicy;
 use toolnexus_wasm::{CacheDir, ComponentSource, FILE_STORE_COMPONENT};
+use toolnexus_wasm::{Sandboxed, SandboxedDir, SandboxedNetwork};
 
 static PROXY_FIXTURE: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/proxy_fixture.wasm"));
 
@@ -200,7 +201,7 @@ async fn the_component_keeps_running_after_its_response() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_spinning_handler_is_stopped_at_its_deadline_and_the_next_request_is_served() {
     let served = start(|b| {
-        b.request_timeout(Duration::from_secs(1))
+        b.timeout(Duration::from_secs(1))
             .max_instances(1)
             .queue_timeout(Duration::from_secs(30))
     })
@@ -236,7 +237,7 @@ async fn a_spinning_handler_is_stopped_at_its_deadline_and_the_next_request_is_s
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_run_waiting_in_the_host_ends_at_its_deadline() {
-    let served = start(|b| b.request_timeout(Duration::from_secs(1))).await;
+    let served = start(|b| b.timeout(Duration::from_secs(1))).await;
     // A body announced and never sent: the component waits in the host (not in wasm code, not
     // in a clock wait), and only the run's deadline ends that.
     let mut client = TcpStream::connect(served.addr).await.unwrap();
@@ -438,7 +439,7 @@ async fn a_request_body_that_stops_ends_at_the_body_timeout_and_frees_the_instan
     let served = start_with(
         |b| {
             b.max_instances(1)
-                .request_timeout(Duration::from_secs(600))
+                .timeout(Duration::from_secs(600))
                 .queue_timeout(PATIENCE)
         },
         limits,

@@ -11,6 +11,7 @@ use toolnexus_core::{PushConfig, StoreError, Task, TaskStore};
 use toolnexus_wasm::{
     CacheDir, ComponentSource, PUSH_CONFIGS_INTERFACE, STORE_INTERFACE, WasmTaskStore,
 };
+use toolnexus_wasm::{Sandboxed, SandboxedDir};
 
 /// What the fixture's `push-configs` answers: `get` this text (or `none`) whatever is asked,
 /// `list` these texts in this order.

@@ -3,6 +3,7 @@
 //! and a read is bounded.
 
 use super::*;
+use toolnexus::wasm::SandboxedDir;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cannot_read_or_write_outside_its_directory() {

@@ -3,6 +3,7 @@
 //! errors that blame the component.
 
 use super::*;
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn answers_that_are_not_the_task_asked_for_blame_the_component() {

@@ -3,6 +3,7 @@
 //! selector options set those limits.
 
 use super::*;
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_endless_loop_hits_the_deadline_and_the_store_recovers() {

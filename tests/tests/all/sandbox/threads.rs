@@ -3,6 +3,7 @@
 //! caller's runtime.
 
 use super::*;
+use toolnexus::wasm::{Sandboxed, SandboxedDir};
 
 /// Callers that stop waiting (a timeout around the call, a client that went away) do not free
 /// the instance slot while the guest still runs: with one instance allowed, a burst of

@@ -6,6 +6,7 @@ use crate::agents::harness::{
 };
 use std::time::{Duration, Instant};
 use toolnexus_a2a_protocol::AgentLimits;
+use toolnexus_wasm::Sandboxed;
 
 const EVENT_WAIT: Duration = Duration::from_secs(30);
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
+use toolnexus_wasm::SandboxedNetwork;
 use toolnexus_wasm::outgoing_http::OutgoingHttpPolicy;
 
 /// A local HTTP server answering 200 "ok" to every request; counts the connections it took.

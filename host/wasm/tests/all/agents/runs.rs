@@ -7,6 +7,7 @@ use crate::agents::harness::{
 use serde_json::json;
 use std::time::Duration;
 use toolnexus_a2a_protocol::{Answer, Call, Scope, Version};
+use toolnexus_wasm::Sandboxed;
 
 const EVENT_WAIT: Duration = Duration::from_secs(30);
 
