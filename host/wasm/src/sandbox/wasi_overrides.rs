@@ -90,7 +90,10 @@ fn filesystem_writes(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()>
                 let mut charged = 0;
                 // Held from the look at the length to the write (`DiskQuota::sizes`).
                 let _sizes = match &s.quota {
-                    Some(quota) => Some(quota.lock_sizes().await),
+                    Some(quota) => {
+                        let file = quota::file_identity(&s.wasi.table, &fd);
+                        Some(quota.lock_sizes(file).await)
+                    }
                     None => None,
                 };
                 if let Some(quota) = &s.quota {
@@ -121,7 +124,9 @@ fn filesystem_writes(linker: &mut Linker<InstanceState>) -> wasmtime::Result<()>
                     let result = HostDescriptor::set_size(&mut s.wasi.filesystem(), fd, size).await;
                     return answer(&mut s.wasi, result);
                 };
-                let _sizes = quota.lock_sizes().await;
+                let _sizes = quota
+                    .lock_sizes(quota::file_identity(&s.wasi.table, &fd))
+                    .await;
                 let len = quota::file_len(&s.wasi.table, &fd).unwrap_or(0);
                 let growth = size.saturating_sub(len);
                 if !quota.charge(growth) {
@@ -381,7 +386,10 @@ async fn open_at(
     // A truncation is measured against the length: from the look to the open, no other size
     // change in the pool (`DiskQuota::sizes`).
     let _sizes = match &quota {
-        Some(quota) if open_flags.contains(OpenFlags::TRUNCATE) => Some(quota.lock_sizes().await),
+        Some(quota) if open_flags.contains(OpenFlags::TRUNCATE) => {
+            let file = quota::open_target_identity(&s.wasi.table, &fd, &path, follow);
+            Some(quota.lock_sizes(file).await)
+        }
         _ => None,
     };
     // What an exclusive create would replace is nothing: it fails if anything is

@@ -22,7 +22,7 @@ pub(crate) fn counted(
 ) -> DynOutputStream {
     Box::new(CountedStream {
         inner,
-        _held: quota.hold_file_stream(file.as_deref()),
+        held: quota.hold_file_stream(file.as_deref()),
         quota: quota.clone(),
         position,
         file,
@@ -81,7 +81,8 @@ impl InputStream for HeldStream {
 /// A file's output stream that is charged for every byte it writes past the file's length.
 struct CountedStream {
     inner: DynOutputStream,
-    _held: FileStreamGuard,
+    /// Holds the file for the quota's credits; knows the file, for its lock on size changes.
+    held: FileStreamGuard,
     quota: QuotaState,
     /// Where the next write lands, or `None` for an append stream (every byte is growth).
     position: Option<u64>,
@@ -131,7 +132,8 @@ impl CountedStream {
     /// must not wait takes the conservative charge otherwise); an append is charged whole and
     /// needs none.
     fn sizes_now(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        self.position.and_then(|_| self.quota.try_lock_sizes())
+        self.position
+            .and_then(|_| self.quota.try_lock_sizes(self.held.file()))
     }
 }
 
@@ -173,7 +175,7 @@ impl OutputStream for CountedStream {
 
     async fn blocking_write_and_flush(&mut self, bytes: Bytes) -> Result<(), StreamError> {
         let sizes = match self.position {
-            Some(_) => Some(self.quota.lock_sizes().await),
+            Some(_) => Some(self.quota.lock_sizes(self.held.file()).await),
             None => None,
         };
         self.charge(bytes.len(), sizes.as_ref())?;
