@@ -9,7 +9,7 @@ use crate::sandbox::state::InstanceState;
 use crate::sandbox::wasi_overrides;
 use crate::sandbox_spec::{SandboxSpec, Sandboxed, SandboxedDir};
 use crate::task_store::contract::Exports;
-use crate::task_store::limits::{DEFAULT_MAX_INSTANCES, DEFAULT_MEMORY_TOTAL, Limits};
+use crate::task_store::limits::{DEFAULT_MAX_INSTANCES, Limits};
 use crate::task_store::store::WasmTaskStore;
 use crate::task_store::version::{STORE_INTERFACE, STORE_PACKAGE, check_world};
 use crate::task_store::world::TaskStoreWorld;
@@ -234,15 +234,16 @@ impl WasmTaskStoreBuilder {
 impl WasmTaskStore {
     /// A builder for a component from any source.
     pub fn builder(source: ComponentSource) -> WasmTaskStoreBuilder {
+        let defaults = Limits::default();
         WasmTaskStoreBuilder {
             source,
             spec: SandboxSpec::with_limits(
-                Limits::default().memory_bytes,
-                DEFAULT_MEMORY_TOTAL,
+                defaults.memory_bytes,
+                defaults.memory_total_bytes,
                 DEFAULT_MAX_INSTANCES,
-                Limits::default().timeout,
+                defaults.timeout,
             ),
-            max_task_bytes: Limits::default().max_task_bytes,
+            max_task_bytes: defaults.max_task_bytes,
             memoize: true,
             durability: Durability::Full,
             lock_lease: None,

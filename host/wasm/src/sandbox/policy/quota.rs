@@ -274,38 +274,16 @@ pub(crate) fn file_identity(table: &ResourceTable, fd: &Resource<Descriptor>) ->
     descriptors::open_file(table, fd).and_then(|file| quota_holds::identity(&file))
 }
 
-/// The identity of what `path` names under `dir`, looked up as the open will (following a
-/// last link if `follow`); `None` if it cannot be read (nothing there: a truncating open of it
-/// then frees nothing). Used only to pick a lock: nothing of it reaches the guest.
-#[cfg(unix)]
+/// The identity of what `path` names under `dir`, looked up as the open will (beneath `dir`,
+/// a last link followed if `follow`); `None` if it cannot be read (nothing there: a truncating
+/// open of it then frees nothing; or not Linux). Used only to pick a lock.
 pub(crate) fn open_target_identity(
     table: &ResourceTable,
     dir: &Resource<Descriptor>,
     path: &str,
     follow: bool,
 ) -> Option<Identity> {
-    let Ok(Descriptor::Dir(dir)) = table.get(dir) else {
-        return None;
-    };
-    let flags = if follow {
-        rustix::fs::AtFlags::empty()
-    } else {
-        rustix::fs::AtFlags::SYMLINK_NOFOLLOW
-    };
-    let stat = rustix::fs::statat(&*dir.dir, path, flags).ok()?;
-    #[allow(clippy::useless_conversion)] // the field types differ between Unixes
-    Some((u64::from(stat.st_dev), u64::from(stat.st_ino)))
-}
-
-/// Where there is no `statat`: every truncating open takes the first lock.
-#[cfg(not(unix))]
-pub(crate) fn open_target_identity(
-    _table: &ResourceTable,
-    _dir: &Resource<Descriptor>,
-    _path: &str,
-    _follow: bool,
-) -> Option<Identity> {
-    None
+    held_identity(descriptors::path_handle(table, dir, path, follow).as_ref())
 }
 
 /// The length of an open regular file, if `fd` is one.
