@@ -74,6 +74,7 @@ macro_rules! for_each_case {
             store_is_shareable_across_threads,
             list_pages_and_filters,
             delete_removes_a_task,
+            usage_counts_what_is_stored,
             save_if_is_a_compare_and_set,
             versions_count_every_save,
             conditional_saves_race_with_one_winner

@@ -9,7 +9,7 @@ use crate::{StoreFactory, state, task, vectors};
 use serde_json::json;
 use std::path::Path;
 use std::sync::Arc;
-use toolnexus::{Expect, ListQuery, StoreError, Task, TaskStore};
+use toolnexus::{Expect, ListQuery, StoreError, StoreUsage, Task, TaskStore};
 
 /// Reference example 1: save then get round-trips; a miss is `None`.
 pub async fn save_then_get_round_trips(f: &dyn StoreFactory, dir: &Path) {
@@ -362,6 +362,56 @@ pub async fn delete_removes_a_task(f: &dyn StoreFactory, dir: &Path) {
         reader.delete("").await,
         Err(StoreError::InvalidId { .. })
     ));
+}
+
+/// `usage`, where the store reports it, counts the Tasks stored and the bytes of their JSON
+/// (as a `get` returns it, give or take the spacing of the store's own text form: PostgreSQL's
+/// `jsonb` puts a space after `:` and `,`), and follows saves that grow or shrink a Task and
+/// deletes; a store that cannot tell answers `None`, never an error.
+pub async fn usage_counts_what_is_stored(f: &dyn StoreFactory, dir: &Path) {
+    let store = f.open(dir);
+    let empty = store.usage().await.unwrap();
+    if empty.is_none() {
+        return;
+    }
+    assert_eq!(empty, Some(StoreUsage::default()));
+    store.save(&task(json!({"id": "a", "n": 1}))).await.unwrap();
+    store
+        .save(&task(json!({"id": "b/c", "text": "x".repeat(5000)})))
+        .await
+        .unwrap();
+    store
+        .save(&task(json!({"id": "a", "n": 12345})))
+        .await
+        .unwrap();
+    let stored = |ids: &'static [&'static str]| {
+        let store = Arc::clone(&store);
+        async move {
+            let mut bytes = 0;
+            for id in ids {
+                bytes += store.get(id).await.unwrap().unwrap().as_json().len() as u64;
+            }
+            StoreUsage {
+                tasks: ids.len() as u64,
+                bytes,
+            }
+        }
+    };
+    let about = |usage: Option<StoreUsage>, expected: StoreUsage| {
+        let usage = usage.expect("a store that reported usage once reports it again");
+        assert_eq!(
+            usage.tasks, expected.tasks,
+            "{usage:?} against {expected:?}"
+        );
+        let spacing = 16 * expected.tasks;
+        assert!(
+            (expected.bytes..=expected.bytes + spacing).contains(&usage.bytes),
+            "{usage:?} against {expected:?}"
+        );
+    };
+    about(store.usage().await.unwrap(), stored(&["a", "b/c"]).await);
+    assert!(store.delete("b/c").await.unwrap());
+    about(store.usage().await.unwrap(), stored(&["a"]).await);
 }
 
 /// `save_if` is a compare-and-set: it saves only over the version the caller expects (equal as

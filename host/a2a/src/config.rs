@@ -8,7 +8,7 @@ use crate::recovery_policy::Recovery;
 use crate::tls::TlsIdentity;
 use std::sync::Arc;
 use std::time::Duration;
-use toolnexus_a2a_protocol::{Agent, AgentLimits, EchoAgent, PushNotifier, Scope};
+use toolnexus_a2a_protocol::{Agent, AgentLimits, EchoAgent, OwnerLimits, PushNotifier, Scope};
 
 /// Default of [`ServerConfig::header_read_timeout`].
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,6 +26,8 @@ pub const DEFAULT_MAX_LIST_BYTES: usize = 16 << 20;
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
 /// Default of [`ServerConfig::poll_interval`].
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_millis(500);
+/// Default of [`ServerConfig::shutdown_grace`].
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// How the server presents itself, what it accepts, and its limits.
 ///
@@ -115,6 +117,18 @@ pub struct ServerConfig {
     /// sender of every save of a Task it makes, startup recovery's included. Without it (or
     /// over a store without push configs) those methods answer -32003.
     pub push: Option<Arc<dyn PushNotifier>>,
+    /// When [`serve_stores_with_shutdown`](crate::serve_stores_with_shutdown) is told to stop:
+    /// how long the agents' runs in progress get to finish (default 10 s). The runs still going
+    /// then are stopped, each Task saved `failed` with
+    /// [`RUN_STOPPED_MESSAGE`](crate::RUN_STOPPED_MESSAGE). Zero stops them at once.
+    pub shutdown_grace: Duration,
+    /// What each owner (each store namespace: owner, tenant, or both) may hold: Tasks and
+    /// their bytes, event streams open (per owner and per Task), and the bytes of events one
+    /// stream may leave unread (defaults: [`OwnerLimits::default`]). A request over a bound is
+    /// refused with [`codes::LIMIT_REACHED`](crate::codes::LIMIT_REACHED) (HTTP 429), naming
+    /// it, and changes nothing; a stream whose reader falls behind gets that error as its last
+    /// event and can subscribe again.
+    pub owner_limits: OwnerLimits,
 }
 
 impl Default for ServerConfig {
@@ -143,6 +157,8 @@ impl Default for ServerConfig {
             tenants: Vec::new(),
             poll_interval: DEFAULT_POLL_INTERVAL,
             push: None,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            owner_limits: OwnerLimits::default(),
         }
     }
 }

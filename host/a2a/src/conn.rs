@@ -21,22 +21,30 @@
 //!
 //! With TLS the handshake comes first, on the connection's own task (a slow client never holds
 //! up the accept loop), and counts towards the first request head's deadline.
+//!
+//! When the shutdown future given to [`run`] is ready, the listener closes and each connection
+//! finishes the request it is answering and closes (hyper's graceful shutdown: an idle
+//! kept-alive connection closes at once). [`Connections`] then tells how many requests are
+//! still being handled, ends the event streams still open, and waits for the connections to
+//! close.
 
+use crate::stream_end::ending_on;
 use axum::Router;
 use axum::body::Body;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use std::future::{Future, poll_fn};
 use std::io;
-use std::pin::Pin;
+use std::pin::{Pin, pin};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
+use toolnexus_a2a_protocol::task_count::TaskCount;
 use tower_service::Service;
 
 /// How long the accept loop pauses after an accept error that is not about one connection
@@ -52,23 +60,41 @@ pub(crate) struct Limits {
 }
 
 /// Accepts connections on `listener` and serves `router` on each (over TLS with `tls`), at
-/// most `limits.max_connections` at once. Past the cap, the loop stops accepting until a
-/// connection closes: further clients wait in the listen backlog of the operating system (their
-/// TCP handshake may complete there, but no byte of theirs is read).
+/// most `limits.max_connections` at once, until `shutdown` is ready. Past the cap, the loop
+/// stops accepting until a connection closes: further clients wait in the listen backlog of
+/// the operating system (their TCP handshake may complete there, but no byte of theirs is
+/// read).
+///
+/// Once `shutdown` is ready the listener is closed and every connection told to close after
+/// the request it is answering; the [`Connections`] returned follow them to their end.
 pub(crate) async fn run(
     listener: TcpListener,
     router: Router,
     limits: Limits,
     tls: Option<TlsAcceptor>,
-) -> io::Result<()> {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    shutdown: impl Future<Output = ()>,
+) -> Connections {
+    // Within what one `acquire_many` can take, so that the stop can wait for every permit.
+    let max = u32::try_from(limits.max_connections.max(1)).unwrap_or(u32::MAX);
+    let permits = Arc::new(Semaphore::new(max as usize));
+    let handling = Arc::new(TaskCount::default());
+    let (stop, stopping) = watch::channel(false);
+    let (end_streams, streams_end) = watch::channel(false);
     let builder = hyper::server::conn::http1::Builder::new();
+    let mut shutdown = pin!(shutdown);
     loop {
-        // The semaphore is never closed, so this only waits.
-        let Ok(permit) = Arc::clone(&permits).acquire_owned().await else {
-            return Ok(());
+        let (permit, accepted) = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = async {
+                // The semaphore is never closed, so this only waits.
+                let permit = Arc::clone(&permits).acquire_owned().await;
+                (permit, listener.accept().await)
+            } => accepted,
         };
-        let (stream, peer) = match listener.accept().await {
+        let Ok(permit) = permit else {
+            break;
+        };
+        let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
             Err(e) => {
                 drop(permit);
@@ -82,13 +108,19 @@ pub(crate) async fn run(
         if let Err(e) = stream.set_nodelay(true) {
             tracing::debug!(target: "toolnexus::server", %peer, error = %e, "cannot set TCP_NODELAY");
         }
-        let router = router.clone();
-        let builder = builder.clone();
+        let serving = Serving {
+            router: router.clone(),
+            builder: builder.clone(),
+            limits,
+            stopping: stopping.clone(),
+            handling: Arc::clone(&handling),
+            streams_end: streams_end.clone(),
+        };
         let tls = tls.clone();
         let accepted = Instant::now();
         tokio::spawn(async move {
             match tls {
-                None => serve_connection(stream, accepted, router, builder, limits).await,
+                None => serve_connection(stream, accepted, serving).await,
                 Some(acceptor) => {
                     let handshake = tokio::time::timeout_at(
                         deadline_after(accepted, limits.header_read_timeout),
@@ -96,7 +128,7 @@ pub(crate) async fn run(
                     );
                     match handshake.await {
                         Ok(Ok(stream)) => {
-                            serve_connection(stream, accepted, router, builder, limits).await;
+                            serve_connection(stream, accepted, serving).await;
                         }
                         Ok(Err(e)) => {
                             tracing::debug!(target: "toolnexus::server", %peer, error = %e, "TLS handshake failed");
@@ -111,6 +143,62 @@ pub(crate) async fn run(
             drop(permit);
         });
     }
+    // No new connections from here; the open ones finish the request they answer.
+    drop(listener);
+    let _ = stop.send(true);
+    Connections {
+        permits,
+        max,
+        handling,
+        end_streams,
+        _stop: stop,
+    }
+}
+
+/// The connections of a stopped [`run`], closing.
+pub(crate) struct Connections {
+    /// One per open connection taken from it.
+    permits: Arc<Semaphore>,
+    max: u32,
+    /// The requests being handled (from their head to their answer's head).
+    handling: Arc<TaskCount>,
+    end_streams: watch::Sender<bool>,
+    /// Kept: a connection whose stop signal went would take it for a stop anyway.
+    _stop: watch::Sender<bool>,
+}
+
+impl Connections {
+    /// How many requests are being handled (their answer not begun).
+    pub(crate) fn requests_in_progress(&self) -> usize {
+        self.handling.running()
+    }
+
+    /// Ready once no request is being handled.
+    pub(crate) async fn requests_idle(&self) {
+        self.handling.idle().await;
+    }
+
+    /// Ends every event stream at its next pause (see `stream_end`).
+    pub(crate) fn end_streams(&self) {
+        let _ = self.end_streams.send(true);
+    }
+
+    /// Ready once every connection is closed.
+    pub(crate) async fn closed(&self) {
+        let _ = self.permits.acquire_many(self.max).await;
+    }
+}
+
+/// What each connection of [`run`] is served with.
+struct Serving {
+    router: Router,
+    builder: hyper::server::conn::http1::Builder,
+    limits: Limits,
+    /// Turns true when the server stops: the connection closes after its current answer.
+    stopping: watch::Receiver<bool>,
+    handling: Arc<TaskCount>,
+    /// Turns true when the open event streams are to end.
+    streams_end: watch::Receiver<bool>,
 }
 
 /// `since + timeout`, or far enough away to never come for a timeout too large to add.
@@ -203,15 +291,18 @@ impl Watch {
 }
 
 /// Serves one connection (plain TCP, or TLS after its handshake) accepted at `accepted`.
-async fn serve_connection<S>(
-    stream: S,
-    accepted: Instant,
-    router: Router,
-    builder: hyper::server::conn::http1::Builder,
-    limits: Limits,
-) where
+async fn serve_connection<S>(stream: S, accepted: Instant, serving: Serving)
+where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let Serving {
+        router,
+        builder,
+        limits,
+        mut stopping,
+        handling,
+        streams_end,
+    } = serving;
     let watch = Arc::new(Watch {
         header: limits.header_read_timeout,
         idle: limits.idle_timeout,
@@ -224,17 +315,27 @@ async fn serve_connection<S>(
     let service_watch = Arc::clone(&watch);
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
         service_watch.request_started();
+        let handled = handling.start();
         let watch = Arc::clone(&service_watch);
         let mut router = router.clone();
+        let streams_end = streams_end.clone();
         async move {
             let response = router.call(request.map(Body::new)).await;
             watch.answer_ready();
-            response
+            drop(handled);
+            response.map(|response| response.map(|body| ending_on(body, &streams_end)))
         }
     });
-    let mut connection = std::pin::pin!(builder.serve_connection(io, service));
+    let mut connection = pin!(builder.serve_connection(io, service));
+    let mut stop = pin!(stopping.wait_for(|stop| *stop));
+    let mut stopped = false;
     let mut timer = Box::pin(tokio::time::sleep_until(Instant::now()));
     let outcome = poll_fn(|cx| {
+        if !stopped && stop.as_mut().poll(cx).is_ready() {
+            // Closes an idle connection now, else once its current answer is written.
+            stopped = true;
+            connection.as_mut().graceful_shutdown();
+        }
         if let Poll::Ready(done) = connection.as_mut().poll(cx) {
             return Poll::Ready(done.map_err(Some));
         }

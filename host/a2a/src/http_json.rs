@@ -3,7 +3,7 @@
 
 use crate::app_state::AppState;
 use crate::dispatch::{answer, identify, read_body, requested_extensions};
-use crate::request_context::{Binding, Ctx};
+use crate::request_context::{Binding, Ctx, closing};
 use crate::request_id::RequestId;
 use crate::version_header::{VERSION_HEADER, requested_version, url_pairs};
 use axum::body::Bytes;
@@ -76,6 +76,13 @@ pub(crate) async fn rest(
     if !ctx.rest03 {
         ctx.version = Version::V1_0;
     }
+    // Who asks is known from the headers alone: an unauthenticated request is answered before
+    // its body is read or its route looked up, so it costs the server no body and learns
+    // nothing of the routes.
+    ctx.owner = match owner {
+        Ok(owner) => owner,
+        Err(e) => return closing(ctx.error(e)),
+    };
     let route = format!("/{}", segments.join("/"));
     let body = if method == Method::POST {
         match read_body(&state, request, &request_id).await {
@@ -105,10 +112,6 @@ pub(crate) async fn rest(
     // 0.3 binding's are converted from.
     let call = match call::from_rest(method.as_str(), &route, &pairs, &body, ctx.version) {
         Ok(call) => call,
-        Err(e) => return ctx.error(e),
-    };
-    ctx.owner = match owner {
-        Ok(owner) => owner,
         Err(e) => return ctx.error(e),
     };
     if ctx.rest03 {

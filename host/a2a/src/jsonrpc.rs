@@ -2,7 +2,7 @@
 
 use crate::app_state::AppState;
 use crate::dispatch::{answer, identify, read_body, requested_extensions};
-use crate::request_context::{Binding, Ctx};
+use crate::request_context::{Binding, Ctx, closing};
 use crate::request_id::RequestId;
 use axum::extract::{Extension, Request, State};
 use axum::response::Response;
@@ -26,6 +26,13 @@ pub(crate) async fn json_rpc(
         rpc_id: Value::Null,
         method: String::new(),
         extensions: requested_extensions(&request),
+    };
+    // Who asks is known from the headers alone: an unauthenticated request is answered before
+    // its body is read, so it costs the server no body and learns nothing of the methods. Its
+    // JSON-RPC id is unknown then, and is null, as JSON-RPC has it for an unreadable request.
+    ctx.owner = match owner {
+        Ok(owner) => owner,
+        Err(e) => return closing(ctx.error(e)),
     };
     let body = match read_body(&state, request, &request_id).await {
         Ok(body) => body,
@@ -54,10 +61,6 @@ pub(crate) async fn json_rpc(
         ));
     };
     ctx.method = method.to_owned();
-    ctx.owner = match owner {
-        Ok(owner) => owner,
-        Err(e) => return ctx.error(e),
-    };
     ctx.version = match version {
         Ok(version) => version,
         Err(e) => return ctx.error(e),

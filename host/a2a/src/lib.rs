@@ -43,6 +43,10 @@
 //!
 //! With [`ServerConfig::tls`] ([`TlsIdentity`]), [`serve`] speaks HTTPS (rustls).
 //!
+//! [`serve_stores_with_shutdown`] stops gracefully when its shutdown future is ready: no new
+//! connections, the agents' runs get [`ServerConfig::shutdown_grace`] to finish, the rest are
+//! stopped with their Tasks saved `failed` ([`RUN_STOPPED_MESSAGE`]), then it returns.
+//!
 //! The cargo feature `server` (default) is the network side: [`serve`], its accept loop and
 //! TLS. Without it the crate is the router alone, which builds for `wasm32-wasip2`: the A2A
 //! server component (`guest/a2a-server`) runs it inside a `wasi:http` handler.
@@ -82,6 +86,8 @@ mod router;
 #[cfg(feature = "server")]
 mod serve;
 #[cfg(feature = "server")]
+mod stream_end;
+#[cfg(feature = "server")]
 mod tls;
 mod version_header;
 
@@ -90,18 +96,20 @@ pub use card_file::{CardError, CardProblem, OperatorCard};
 pub use config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_BACKGROUND_TASKS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_LIST_BYTES, DEFAULT_POLL_INTERVAL, ServerConfig,
+    DEFAULT_MAX_LIST_BYTES, DEFAULT_POLL_INTERVAL, DEFAULT_SHUTDOWN_GRACE, ServerConfig,
 };
 pub use maintenance::Recovery;
 pub use public_url::{PublicUrl, PublicUrlError};
 pub use request_id::REQUEST_ID_HEADER;
 pub use router::{router, router_stores};
 #[cfg(feature = "server")]
-pub use serve::{serve, serve_stores, serve_stores_then};
+pub use serve::{serve, serve_stores, serve_stores_then, serve_stores_with_shutdown};
 #[cfg(feature = "server")]
 pub use tls::{TlsError, TlsIdentity};
+pub use toolnexus_a2a_protocol::RUN_STOPPED_MESSAGE;
+pub use toolnexus_a2a_protocol::owner_limits;
 pub use toolnexus_a2a_protocol::{
-    Agent, AgentLimits, Artifact, EchoAgent, EmitError, Message, Outcome, Part, PartContent,
-    PushNotifier, Request, Role, SingleStore, Stores, Updater, Work, codes,
+    Agent, AgentLimits, Artifact, EchoAgent, EmitError, Message, Outcome, OwnerLimits, Part,
+    PartContent, PushNotifier, Request, Role, SingleStore, Stores, Updater, Work, codes,
 };
 pub use version_header::VERSION_HEADER;

@@ -112,6 +112,15 @@ pub(crate) fn with_auth_challenge(mut response: Response, e: &A2aError) -> Respo
     response
 }
 
+/// `response` with `Connection: close`: for an answer given before the request's body was read,
+/// so the connection is not kept waiting for (or draining) a body the server will not read.
+pub(crate) fn closing(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
 /// JSON's media type: JSON-RPC's and the agent card's.
 const JSON: &str = "application/json";
 /// A2A's own media type (spec §14.1.1), for the HTTP+JSON binding of 1.0.

@@ -34,6 +34,17 @@ pub fn router(store: Arc<dyn TaskStore>, config: ServerConfig, url: String) -> R
 
 /// [`router`] over the namespaces of `stores`.
 pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String) -> Router {
+    router_and_service(stores, config, url).0
+}
+
+/// The routes over `stores`, and the protocol [`Service`] behind them (which
+/// [`serve`](crate::serve) keeps, so that a graceful stop can wait for the agents' runs and
+/// stop the ones that outlast it).
+pub(crate) fn router_and_service(
+    stores: Arc<dyn Stores>,
+    config: ServerConfig,
+    url: String,
+) -> (Router, Service) {
     let limit = config.max_body_bytes;
     // The card (the operator's part from `config.card`, the server's from `url`, tenants and
     // tokens), and the output modes it declares, which `acceptedOutputModes` must admit.
@@ -50,11 +61,12 @@ pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String)
             agent_limits: config.agent_limits,
             finish_read_to_write_delay: config.finish_read_to_write_delay,
             push: config.push.clone(),
+            owner_limits: config.owner_limits,
         },
         Arc::new(TokioSpawn),
     );
     let state = Arc::new(AppState {
-        service,
+        service: service.clone(),
         config,
         cards: cards.entities,
         // Whole seconds, as HTTP dates carry them, so `If-Modified-Since` compares exactly.
@@ -65,12 +77,13 @@ pub fn router_stores(stores: Arc<dyn Stores>, config: ServerConfig, url: String)
                     .map_or(0, |d| d.as_secs()),
             ),
     });
-    Router::new()
+    let router = Router::new()
         .route("/.well-known/agent-card.json", get(agent_card))
         .route("/.well-known/agent.json", get(agent_card))
         .route("/", post(json_rpc))
         .fallback(rest)
         .layer(DefaultBodyLimit::max(limit))
         .layer(axum::middleware::from_fn(with_request_id))
-        .with_state(state)
+        .with_state(state);
+    (router, service)
 }

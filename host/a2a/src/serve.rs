@@ -1,16 +1,25 @@
-//! Serving on a listener: startup recovery, background retention, then the connections.
+//! Serving on a listener: startup recovery, background retention, then the connections, until
+//! a graceful stop.
 
 use crate::config::ServerConfig;
-use crate::router::router_stores;
+use crate::router::router_and_service;
 use crate::tls::TlsIdentity;
 use crate::{conn, maintenance};
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use toolnexus_a2a_protocol::{SingleStore, Stores};
+use std::time::Duration;
+use toolnexus_a2a_protocol::{Service, SingleStore, Stores};
 use toolnexus_core::TaskStore;
 
+/// How long the connections still open once the runs are over get to deliver their last
+/// bytes (the final events of the streams among them) before they are dropped.
+const LAST_WRITES: Duration = Duration::from_secs(2);
+
 /// Serves A2A on `listener` until the process ends (or the future is dropped, which stops
-/// accepting), with every Task in `store`, within the limits of `config`.
+/// accepting), with every Task in `store`, within the limits of `config`. For a graceful stop
+/// (the agents' runs finished or stopped, no Task left `working`), use
+/// [`serve_stores_with_shutdown`].
 ///
 /// Before it accepts a connection it runs the startup recovery ([`ServerConfig::recovery`]);
 /// clients that connect meanwhile wait in the listen backlog. With [`ServerConfig::retain`]
@@ -54,6 +63,34 @@ pub async fn serve_stores_then(
     config: ServerConfig,
     ready: impl FnOnce() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
+    serve_stores_with_shutdown(listener, stores, config, ready, std::future::pending()).await
+}
+
+/// [`serve_stores_then`] until `shutdown` is ready, then a graceful stop, after which it
+/// returns `Ok(())`:
+///
+/// 1. the listener closes (new clients are refused) and every connection closes once it has
+///    answered the request it is handling (an idle kept-alive one at once); open event
+///    streams go on;
+/// 2. the agents' runs in progress get [`ServerConfig::shutdown_grace`] to finish, as do the
+///    requests being handled (a blocking `SendMessage` waits for its run);
+/// 3. then `SendMessage` is refused and the runs still going are stopped: each agent's run is
+///    dropped and its Task saved `failed` with
+///    [`RUN_STOPPED_MESSAGE`](crate::RUN_STOPPED_MESSAGE), its subscribers getting that as
+///    their final event ([`Service::stop_runs`]); no Task this server runs is left `working`;
+/// 4. once every run has saved its outcome (the push sender told of each save, which it
+///    queues in its outbox under the save), the event streams still open (on Tasks that run
+///    nowhere here) end cleanly, and the connections get two seconds to deliver their last
+///    bytes before they are dropped.
+///
+/// Retention stops with it. Dropping the future instead stops everything at once.
+pub async fn serve_stores_with_shutdown(
+    listener: tokio::net::TcpListener,
+    stores: Arc<dyn Stores>,
+    config: ServerConfig,
+    ready: impl FnOnce() -> std::io::Result<()>,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let started = maintenance::now();
     let url = advertised_url(listener.local_addr()?, &config)?;
     let limits = conn::Limits {
@@ -86,7 +123,42 @@ pub async fn serve_stores_then(
     };
     ready()?;
     let tls = config.tls.as_ref().map(TlsIdentity::acceptor);
-    conn::run(listener, router_stores(stores, config, url), limits, tls).await
+    let grace = config.shutdown_grace;
+    let (router, service) = router_and_service(stores, config, url);
+    let connections = conn::run(listener, router, limits, tls, shutdown).await;
+    tracing::info!(target: "toolnexus::server", runs = service.background_running(), ?grace,
+        "stopping: no new connections; the runs in progress get the grace to finish");
+    if tokio::time::timeout(grace, settled(&connections, &service))
+        .await
+        .is_err()
+    {
+        tracing::warn!(target: "toolnexus::server", runs = service.background_running(),
+            "stopping: the grace is over; the runs still going are stopped");
+    }
+    service.stop_runs();
+    settled(&connections, &service).await;
+    connections.end_streams();
+    if tokio::time::timeout(LAST_WRITES, connections.closed())
+        .await
+        .is_err()
+    {
+        tracing::debug!(target: "toolnexus::server",
+            "stopping: connections still writing are dropped");
+    }
+    tracing::info!(target: "toolnexus::server", "stopped");
+    Ok(())
+}
+
+/// Ready once no request is being handled and no agent run is in progress (together: a
+/// request being handled may start a run, and a run ends a blocking send's wait).
+async fn settled(connections: &conn::Connections, service: &Service) {
+    loop {
+        connections.requests_idle().await;
+        service.background_idle().await;
+        if connections.requests_in_progress() == 0 && service.background_running() == 0 {
+            return;
+        }
+    }
 }
 
 /// The base URL the card advertises: the public URL, else the listener's own address when that

@@ -2,7 +2,7 @@
 
 use crate::error::StoreError;
 use crate::push::{PushConfig, check_config_id};
-use crate::store::{Expect, ListQuery, TaskPage, TaskStore, check_id};
+use crate::store::{Expect, ListQuery, StoreUsage, TaskPage, TaskStore, check_id};
 use crate::task::Task;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -134,6 +134,14 @@ impl TaskStore for FileTaskStore {
                 next_page_token: page.next_page_token,
                 total_size: Some(page.total_size),
             })
+        })
+        .await
+    }
+
+    async fn usage(&self) -> Result<Option<StoreUsage>, StoreError> {
+        self.blocking(move |dir| {
+            let (tasks, bytes) = dir.usage()?;
+            Ok(Some(StoreUsage { tasks, bytes }))
         })
         .await
     }

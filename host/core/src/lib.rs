@@ -46,7 +46,7 @@ pub use push::{
     MAX_PUSH_CONFIG_BYTES, MAX_PUSH_CONFIGS_PER_TASK, PushConfig, check_config_id,
     sort_push_configs,
 };
-pub use store::{Expect, ListQuery, TaskPage, TaskStore, check_expected, check_id};
+pub use store::{Expect, ListQuery, StoreUsage, TaskPage, TaskStore, check_expected, check_id};
 pub use task::Task;
 pub use toolnexus_format::Durability;
 pub use toolnexus_format::Timestamp;

@@ -2,7 +2,7 @@
 
 use crate::error::StoreError;
 use crate::push::{PushConfig, check_config_id};
-use crate::store::{Expect, ListQuery, TaskPage, TaskStore, check_id};
+use crate::store::{Expect, ListQuery, StoreUsage, TaskPage, TaskStore, check_id};
 use crate::task::Task;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::RwLock;
@@ -94,6 +94,18 @@ impl TaskStore for InMemoryTaskStore {
             next_page_token: cut.next_page_token,
             total_size: Some(cut.total_size),
         })
+    }
+
+    async fn usage(&self) -> Result<Option<StoreUsage>, StoreError> {
+        let tasks = self.tasks.read().unwrap_or_else(|e| e.into_inner());
+        let bytes = tasks
+            .values()
+            .map(|(task, _)| task.as_json().len() as u64)
+            .sum();
+        Ok(Some(StoreUsage {
+            tasks: tasks.len() as u64,
+            bytes,
+        }))
     }
 
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {

@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 use toolnexus_format::push_config::{self, PushConfigError};
 use toolnexus_format::task::json_kind;
 
-/// The most push configs one Task may have. The A2A layer refuses a create past it; a store
-/// that is asked to list more answers them all (a component's answer is bounded by the host).
+/// The most push configs one Task may have in a store. A store that is asked to list more
+/// answers them all (a component's answer is bounded by the host). The A2A layer refuses
+/// creates well before it (`toolnexus_a2a_protocol::push::MAX_CONFIGS_PER_TASK`, 10).
 pub const MAX_PUSH_CONFIGS_PER_TASK: usize = 100;
 
 /// The longest push config, in bytes of JSON text (the format's rule, owned by

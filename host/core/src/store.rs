@@ -87,6 +87,15 @@ pub trait TaskStore: Any + Send + Sync {
         })
     }
 
+    /// How many Tasks the store holds and the bytes they take as stored, where the store can
+    /// tell without reading every Task back (one pass over its metadata, one query): the
+    /// built-in memory, file and PostgreSQL stores can. `None` (the default): it cannot; a
+    /// server then counts Tasks through [`list`](TaskStore::list)'s `total_size` and bounds
+    /// no bytes. Servers use it to hold each namespace to its quota.
+    async fn usage(&self) -> Result<Option<StoreUsage>, StoreError> {
+        Ok(None)
+    }
+
     /// Removes the Task with this id: `true` if there was one. Optional, like
     /// [`list`](TaskStore::list).
     async fn delete(&self, id: &str) -> Result<bool, StoreError> {
@@ -176,6 +185,16 @@ pub trait TaskStore: Any + Send + Sync {
 
     /// A short description for logs and errors, such as `file:/var/tasks`.
     fn describe(&self) -> String;
+}
+
+/// What a store holds, as [`TaskStore::usage`] reports it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreUsage {
+    /// How many Tasks.
+    pub tasks: u64,
+    /// Their bytes as stored: the JSON text (the file store: the Task files' sizes;
+    /// PostgreSQL: `jsonb`'s text form, which spaces members out a little).
+    pub bytes: u64,
 }
 
 /// One page of a [`TaskStore::list`].

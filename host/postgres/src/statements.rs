@@ -23,6 +23,8 @@ pub(crate) struct Sql {
     pub(crate) replace: String,
     /// Remove the Task and its push configs, in one statement.
     pub(crate) delete: String,
+    /// How many Tasks and their bytes as stored (the text a get returns).
+    pub(crate) usage: String,
     /// The push-config table's statements.
     pub(crate) push: PushSql,
 }
@@ -72,6 +74,10 @@ impl Sql {
                 "WITH configs AS (DELETE FROM {} WHERE task_id = $1) \
                  DELETE FROM {table} WHERE id = $1",
                 push.table
+            ),
+            usage: format!(
+                "SELECT count(*)::bigint, \
+                 COALESCE(sum(octet_length(COALESCE(exact, task::text))), 0)::bigint FROM {table}"
             ),
             push,
             table,

@@ -9,7 +9,7 @@ use crate::store::PostgresTaskStore;
 use tokio_postgres::types::ToSql;
 use toolnexus_core::state::normalize_state;
 use toolnexus_core::{
-    Expect, ListQuery, PushConfig, StoreError, Task, TaskPage, TaskStore, check_id,
+    Expect, ListQuery, PushConfig, StoreError, StoreUsage, Task, TaskPage, TaskStore, check_id,
 };
 use toolnexus_format::query::{SortKey, Timestamp};
 
@@ -220,6 +220,30 @@ impl TaskStore for PostgresTaskStore {
             })
             .await?;
             Ok(deleted > 0)
+        })
+        .await
+    }
+
+    /// One query over the whole table (`count(*)` and the sum of the stored texts' lengths).
+    async fn usage(&self) -> Result<Option<StoreUsage>, StoreError> {
+        self.run(move |shared| async move {
+            let (tasks, bytes): (i64, i64) = with_client(&shared, OnLost::Retry, |client| {
+                let sql = &shared.sql.usage;
+                async move {
+                    let result = async {
+                        let statement = client.prepare_cached(sql).await?;
+                        let row = client.query_one(&statement, &[]).await?;
+                        Ok((row.try_get(0)?, row.try_get(1)?))
+                    }
+                    .await;
+                    (client, result)
+                }
+            })
+            .await?;
+            Ok(Some(StoreUsage {
+                tasks: u64::try_from(tasks).unwrap_or(0),
+                bytes: u64::try_from(bytes).unwrap_or(0),
+            }))
         })
         .await
     }

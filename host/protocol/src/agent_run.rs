@@ -1,14 +1,20 @@
 //! An agent's run in the background: `submitted → working →` its outcome, each a transition
-//! whose event goes to the Task's live subscribers once saved, and its cancel signal.
+//! whose event goes to the Task's live subscribers once saved, and its cancel signal. A panic
+//! of the agent fails the Task; a stop of the service (`run_stop`) drops the agent's run and
+//! fails the Task too.
 
 use crate::agent::{Message, Outcome, Request, Work};
 use crate::error::A2aError;
 use crate::live_events::{Event, TaskEvents};
+use crate::run_stop::RUN_STOPPED_MESSAGE;
 use crate::run_updates::RunSink;
 use crate::scope::{At, Scope};
 use crate::service_state::ServiceState;
 use crate::task_json::with_status;
+use futures_util::FutureExt;
 use serde_json::{Value, json};
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{OwnedSemaphorePermit, watch};
@@ -56,8 +62,16 @@ impl ServiceState {
         let inner = Arc::clone(self);
         let at = at.clone();
         let (cancel_tx, cancel_rx) = watch::channel(false);
+        // Kept to tell this run's entry from a later run's of the same Task (continued once
+        // this one saved it waiting for input, possibly before this one's cleanup below).
+        let own_signal = cancel_tx.clone();
         self.lock_map(&self.cancels)
             .insert(at.key(input.task.id()), cancel_tx);
+        // A send taken just before the service stopped starts a run that is stopped at once
+        // (after the insert: `stop_runs` raises every signal it finds after closing).
+        if self.runs_stopped() {
+            own_signal.send_replace(true);
+        }
         self.spawn.spawn(Box::pin(async move {
             let _permit = permit;
             let id = input.task.id().to_owned();
@@ -67,7 +81,15 @@ impl ServiceState {
                 tracing::warn!(target: "toolnexus::server", task_id = %id, error = %e.detail(),
                     "background transition failed");
             }
-            inner.lock_map(&inner.cancels).remove(&key);
+            {
+                let mut cancels = inner.lock_map(&inner.cancels);
+                if cancels
+                    .get(&key)
+                    .is_some_and(|signal| signal.same_channel(&own_signal))
+                {
+                    cancels.remove(&key);
+                }
+            }
             inner.forget_lock(&at, &id);
             inner.live.close(&key, &live);
             end.finished.store(true, Ordering::Release);
@@ -102,7 +124,7 @@ impl ServiceState {
         };
         let status = working.get("status").cloned().unwrap_or_default();
         live.publish(
-            working.clone().into_value(),
+            working.clone(),
             vec![Event::Status {
                 status,
                 final_: false,
@@ -115,6 +137,7 @@ impl ServiceState {
             id.clone(),
             Arc::clone(live),
         ));
+        let mut stop = cancel.clone();
         let mut work = Work::new(
             working.clone(),
             message,
@@ -122,8 +145,32 @@ impl ServiceState {
             Arc::clone(&sink) as _,
             cancel,
         );
-        let outcome = self.config.agent.run(&mut work).await;
+        let outcome = {
+            // A panic is the agent's failure, as a component's trap is: caught here, the
+            // Task is failed and its subscribers get that end (else the executor would drop
+            // the run with the Task left `working` and its streams open).
+            let ran = AssertUnwindSafe(self.config.agent.run(&mut work)).catch_unwind();
+            tokio::select! {
+                biased;
+                () = self.stop_requested(&mut stop) => {
+                    tracing::info!(target: "toolnexus::server", task_id = %id,
+                        "the server stops: the agent's run is dropped");
+                    Ok(Outcome::Failed(Some(Message::agent_text(RUN_STOPPED_MESSAGE))))
+                }
+                ran = ran => ran.unwrap_or_else(|panic| {
+                    tracing::error!(target: "toolnexus::server", task_id = %id,
+                        panic = panic_text(&*panic), "the agent panicked");
+                    Err(AGENT_PANICKED.to_owned())
+                }),
+            }
+        };
+        // An agent that gave up because it saw the stop's signal (as a cancel) before the run
+        // saw it stopped ends as stopped; work it finished meanwhile is kept.
+        let stopped = self.runs_stopped() && *stop.borrow();
         let outcome = match outcome {
+            Ok(Outcome::Failed(_) | Outcome::Canceled(_)) | Err(_) if stopped => {
+                Outcome::Failed(Some(Message::agent_text(RUN_STOPPED_MESSAGE)))
+            }
             Ok(Outcome::Reply(_)) if sink.emitted() => Outcome::Failed(Some(Message::agent_text(
                 "the agent answered with a message after emitting updates",
             ))),
@@ -172,10 +219,23 @@ impl ServiceState {
                 status: saved.get("status").cloned().unwrap_or_default(),
                 final_: true,
             });
-            live.publish(saved.into_value(), events);
+            live.publish(saved, events);
         }
         Ok(())
     }
+}
+
+/// The status message of a Task whose native agent panicked (what it said is logged, not
+/// shown to clients: it may carry anything of the host's).
+pub(crate) const AGENT_PANICKED: &str = "the agent failed: it panicked";
+
+/// A panic's payload as text, for the log.
+fn panic_text(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(not text)")
 }
 
 /// What the agent is asked, from the Task as saved `working` and the message it answers.

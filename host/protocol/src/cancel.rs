@@ -36,7 +36,7 @@ impl ServiceState {
             if let Some(events) = self.live.get(&at.key(id)) {
                 let status = canceled.get("status").cloned().unwrap_or_default();
                 events.publish(
-                    canceled.clone().into_value(),
+                    canceled.clone(),
                     vec![Event::Status {
                         status,
                         final_: true,

@@ -36,6 +36,9 @@ pub enum ErrorKind {
     ServerBusy,
     /// HTTP 401: a bearer token is needed, or the one given is not known.
     Unauthenticated,
+    /// -32011 (HTTP 429): a bound on what one caller may hold was reached (streams open, a
+    /// stream's unread events); the message names which. Nothing was changed.
+    LimitReached,
 }
 
 impl ErrorKind {
@@ -56,6 +59,7 @@ impl ErrorKind {
             ErrorKind::VersionNotSupported => codes::VERSION_NOT_SUPPORTED,
             ErrorKind::ServerBusy => codes::SERVER_BUSY,
             ErrorKind::Unauthenticated => codes::UNAUTHENTICATED,
+            ErrorKind::LimitReached => codes::LIMIT_REACHED,
         }
     }
 
@@ -67,6 +71,7 @@ impl ErrorKind {
             ErrorKind::Internal => 500,
             ErrorKind::ServerBusy => 503,
             ErrorKind::Unauthenticated => 401,
+            ErrorKind::LimitReached => 429,
             _ => 400,
         }
     }
@@ -79,6 +84,7 @@ impl ErrorKind {
             ErrorKind::Internal => "INTERNAL",
             ErrorKind::ServerBusy => "UNAVAILABLE",
             ErrorKind::Unauthenticated => "UNAUTHENTICATED",
+            ErrorKind::LimitReached => "RESOURCE_EXHAUSTED",
             ErrorKind::Parse
             | ErrorKind::InvalidRequest
             | ErrorKind::InvalidParams
@@ -99,7 +105,9 @@ impl ErrorKind {
             ErrorKind::InvalidRequest => "InvalidRequestError",
             ErrorKind::MethodNotFound => "MethodNotFoundError",
             ErrorKind::InvalidParams => "InvalidParamsError",
-            ErrorKind::Internal | ErrorKind::ServerBusy => "InternalError",
+            ErrorKind::Internal | ErrorKind::ServerBusy | ErrorKind::LimitReached => {
+                "InternalError"
+            }
             ErrorKind::TaskNotFound => "TaskNotFoundError",
             ErrorKind::TaskNotCancelable => "TaskNotCancelableError",
             ErrorKind::PushNotificationNotSupported => "PushNotificationNotSupportedError",
@@ -128,6 +136,7 @@ impl ErrorKind {
             ErrorKind::VersionNotSupported => "VERSION_NOT_SUPPORTED",
             ErrorKind::ServerBusy => "SERVER_BUSY",
             ErrorKind::Unauthenticated => "UNAUTHENTICATED",
+            ErrorKind::LimitReached => "LIMIT_REACHED",
         }
     }
 }
@@ -152,6 +161,9 @@ pub mod codes {
     /// A request without a known bearer token, where the server wants one (HTTP 401 in both
     /// bindings; this code is in the JSON-RPC body).
     pub const UNAUTHENTICATED: i64 = -32010;
+    /// A bound on what one caller may hold was reached (streams open, a stream's unread
+    /// events); the message names which (HTTP 429 in the HTTP+JSON binding).
+    pub const LIMIT_REACHED: i64 = -32011;
 }
 
 /// An A2A error. `message` goes to the client; `detail`, when there is one, only to the log:

@@ -19,18 +19,24 @@
 pub mod agent;
 mod agent_run;
 mod answer;
+mod background_work;
 pub mod call;
 mod cancel;
 pub mod card;
 pub mod error;
+mod event_queue;
 mod list;
 mod live_events;
+mod namespace_usage;
+mod open_streams;
+pub mod owner_limits;
 mod params;
 pub mod push;
 pub mod push_call;
 mod push_configs;
 mod push_wire;
 pub mod rest03;
+mod run_stop;
 mod run_updates;
 mod save_listeners;
 mod scope;
@@ -40,6 +46,7 @@ mod service_config;
 mod service_state;
 mod subscribe;
 mod subscription;
+pub mod task_count;
 mod task_json;
 pub mod wire;
 
@@ -49,8 +56,10 @@ pub use agent::{
 };
 pub use call::{Call, ListParams, Parsed, SendParams};
 pub use error::{A2aError, ErrorKind, codes};
+pub use owner_limits::OwnerLimits;
 pub use push::PushNotifier;
 pub use push_call::{PushAuthentication, PushCall, PushConfigInput};
+pub use run_stop::RUN_STOPPED_MESSAGE;
 pub use run_updates::AgentLimits;
 pub use service::{
     Answer, Scope, Service, ServiceConfig, SingleStore, Spawn, Stores, Subscription,

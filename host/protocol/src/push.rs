@@ -21,12 +21,22 @@
 //! | `protocolVersion` | `"1.0"` or `"0.3"`: the version of the request that made it, which decides the payload's shape |
 //!
 //! after [`PushNotifier::seal`], which may replace the secret members (`token`,
-//! `authentication.credentials`) with sealed forms of its own; [`PushNotifier::open`] restores
-//! them. Nothing else of a config is secret.
+//! `authentication.credentials`) with sealed forms of its own, bound to the namespace and Task
+//! the config is kept under and to its URL; [`PushNotifier::open`] restores them, there only.
+//! Nothing else of a config is secret.
 
 use crate::wire::{self, Version};
 use serde_json::{Map, Value, json};
 use toolnexus_core::Task;
+
+/// The most push configs one Task may have; a create past it is refused (-32602), replacing
+/// one by its id always passes. Every save of a Task becomes one delivery per config, so this
+/// is the fan-out of each save: one config is what a client needs, a few serve a few
+/// consumers, and ten is what an operator sizing `--push-max-queued` or a webhook's load can
+/// reason about (the stores' own bound, `toolnexus_core::MAX_PUSH_CONFIGS_PER_TASK`, is
+/// higher). Counted and saved under the Task's lock in a process; see
+/// `docs/push-notifications.md` for replicas.
+pub const MAX_CONFIGS_PER_TASK: usize = 10;
 
 /// What the service needs of a push-notification sender.
 #[async_trait::async_trait]
@@ -36,19 +46,50 @@ pub trait PushNotifier: Send + Sync {
     /// the field `url`). Addresses a name resolves to are checked again at each delivery.
     fn check_url(&self, url: &str) -> Result<(), String>;
 
-    /// The config as it is to be stored (see the module docs): secrets sealed, or returned as
-    /// they are when the operator gave no key. `Err` is an internal error.
-    fn seal(&self, config: Map<String, Value>) -> Result<Map<String, Value>, String>;
+    /// The config of Task `task_id` in namespace `namespace` (`None`: the root store) as it is
+    /// to be stored (see the module docs): secrets sealed, or returned as they are when the
+    /// operator gave no key. A sealed secret is to open only where it was sealed for: the same
+    /// namespace, Task and config id, and the same `url` (so someone who can write the store
+    /// but has no key cannot redirect it). `Err` is an internal error.
+    fn seal(
+        &self,
+        namespace: Option<&str>,
+        task_id: &str,
+        config: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String>;
 
-    /// What [`seal`](Self::seal) made, opened again (for Get and List answers). A config this
-    /// notifier cannot open (another key, tampered) is `Err`, naming why.
-    fn open(&self, config: Map<String, Value>) -> Result<Map<String, Value>, String>;
+    /// What [`seal`](Self::seal) made, read from the store of `namespace` under Task
+    /// `task_id`, opened again (for Get and List answers, and deliveries). A config this
+    /// notifier cannot open there (another key; its URL or anything else bound changed; moved
+    /// to another namespace or Task) is `Err`, naming why.
+    fn open(
+        &self,
+        namespace: Option<&str>,
+        task_id: &str,
+        config: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String>;
 
     /// A Task of namespace `namespace` was saved by the service, as `task`: queue one delivery
     /// to each of its configs. Returns once the deliveries are queued (persisted, when the
     /// notifier persists them); it reports its own failures (a log line), since the save has
     /// happened either way.
     async fn task_saved(&self, namespace: Option<&str>, task: &Task);
+
+    /// Task `task_id` of namespace `namespace` is about to be saved by the service (under the
+    /// Task's lock, before the store is written): a notifier that persists its deliveries may
+    /// record an intent here, so that a crash between the save and
+    /// [`task_saved`](Self::task_saved) loses no notification. Followed by `task_saved` or,
+    /// when nothing was saved after all, [`task_not_saved`](Self::task_not_saved). The
+    /// default does nothing.
+    async fn task_saving(&self, namespace: Option<&str>, task_id: &str) {
+        let _ = (namespace, task_id);
+    }
+
+    /// The save announced by [`task_saving`](Self::task_saving) did not happen (the update
+    /// was refused, had nothing to change, or the store failed). The default does nothing.
+    async fn task_not_saved(&self, namespace: Option<&str>, task_id: &str) {
+        let _ = (namespace, task_id);
+    }
 }
 
 /// The body of a delivery of `task` to a webhook whose config was made with `version`: A2A

@@ -238,20 +238,93 @@ fn config_in(p: &Params<'_>, version: Version) -> Result<PushConfigInput, A2aErr
                     _ => return Err(auth.bad("schemes", "must be an array of strings")),
                 },
             };
+            let scheme_key = match version {
+                Version::V1_0 => "scheme",
+                Version::V0_3 => "schemes",
+            };
+            if let Err(why) = check_scheme(&scheme) {
+                return Err(auth.bad(scheme_key, &why));
+            }
             Some(PushAuthentication {
                 scheme,
-                credentials: opt_nonempty(&auth, "credentials")?,
+                credentials: header_value(&auth, "credentials")?,
             })
         }
     };
     Ok(PushConfigInput {
         id: opt_nonempty(p, "id")?,
         url: url(p)?,
-        token: opt_nonempty(p, "token")?,
+        token: header_value(p, "token")?,
         authentication,
         version,
         url_field: format!("{}url", p.prefix),
     })
+}
+
+/// The longest `token` or `credentials`, in bytes. Each is sent in one header line
+/// (`X-A2A-Notification-Token`, `Authorization`), and common servers refuse a line over 8 KiB
+/// (nginx's `large_client_header_buffers`, Apache's `LimitRequestFieldSize`): 4 KiB leaves
+/// room for the name and the scheme, and still takes a large JWT.
+pub const MAX_HEADER_SECRET_BYTES: usize = 4096;
+
+/// The longest authentication scheme, in bytes (`Bearer`, `Basic`, `Digest`: a few letters).
+const MAX_SCHEME_BYTES: usize = 64;
+
+/// An optional member sent in an HTTP header at every delivery: checked here, when the config
+/// is created, since a value that cannot be a header would make every delivery fail.
+fn header_value(p: &Params<'_>, key: &str) -> Result<Option<String>, A2aError> {
+    let value = opt_nonempty(p, key)?;
+    if let Some(value) = &value
+        && let Err(why) = check_header_value(value)
+    {
+        return Err(p.bad(key, &why));
+    }
+    Ok(value)
+}
+
+/// Whether `value` can be sent as an HTTP header value as it is: no control characters (CR,
+/// LF, NUL, tab, DEL, …: a CR or LF would end the header), no space at either end (a receiver
+/// would strip it, and then not recognize the value), at most [`MAX_HEADER_SECRET_BYTES`]. The
+/// value itself is never quoted in the reason: it is a secret.
+fn check_header_value(value: &str) -> Result<(), String> {
+    if value.len() > MAX_HEADER_SECRET_BYTES {
+        return Err(format!(
+            "is {} bytes, over the limit of {MAX_HEADER_SECRET_BYTES} for a value sent in an \
+             HTTP header",
+            value.len()
+        ));
+    }
+    if let Some(at) = value.chars().position(char::is_control) {
+        return Err(format!(
+            "cannot be sent in an HTTP header: it holds a control character (CR, LF, NUL, tab \
+             or another) at character {at}"
+        ));
+    }
+    if value.starts_with(' ') || value.ends_with(' ') {
+        return Err(
+            "cannot be sent in an HTTP header as it is: it starts or ends with a space".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Whether `scheme` is an HTTP authentication scheme (RFC 9110's `token`: letters, digits and
+/// ``!#$%&'*+-.^_`|~``), since it is sent in the `Authorization` header before the credentials.
+fn check_scheme(scheme: &str) -> Result<(), String> {
+    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if scheme.len() > MAX_SCHEME_BYTES {
+        return Err(format!(
+            "is over the limit of {MAX_SCHEME_BYTES} bytes for an authentication scheme"
+        ));
+    }
+    if !scheme.chars().all(tchar) {
+        return Err(
+            "is not an HTTP authentication scheme (letters, digits and !#$%&'*+-.^_`|~ only, \
+             like Bearer or Basic)"
+                .into(),
+        );
+    }
+    Ok(())
 }
 
 /// 0.3's HTTP+JSON create body: `{parent, configId, config: {name, pushNotificationConfig}}`;

@@ -1,10 +1,11 @@
 //! The push-notification config methods over the store of the request's namespace: set, get,
 //! list, delete, and the config a `SendMessage` carries, each checked against the Task (it must
 //! exist in the caller's namespace), the notifier's URL rules and the size and count limits, and
-//! kept sealed ([`PushNotifier::seal`]) in the version-neutral shape of [`crate::push`].
+//! kept sealed ([`PushNotifier::seal`], for the namespace and Task it is kept under) in the
+//! version-neutral shape of [`crate::push`].
 
 use crate::error::{A2aError, ErrorKind};
-use crate::push::PushNotifier;
+use crate::push::{MAX_CONFIGS_PER_TASK, PushNotifier};
 use crate::push_call::{PushCall, PushConfigInput};
 use crate::push_wire::{config_out, stored};
 use crate::scope::At;
@@ -14,7 +15,7 @@ use crate::wire::Version;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Map, Value, json};
-use toolnexus_core::{MAX_PUSH_CONFIGS_PER_TASK, PushConfig};
+use toolnexus_core::PushConfig;
 
 impl ServiceState {
     /// One push-config method, answered in `version`'s shape.
@@ -29,8 +30,8 @@ impl ServiceState {
             PushCall::Refused(error) => Err(error),
             PushCall::Set { task_id, config } => {
                 self.check_task(at, &task_id).await?;
-                let (sealed, shown) = self.checked_config(at, notifier, &task_id, &config).await?;
-                at.store.save_push_config(&task_id, &sealed).await?;
+                let (sealed, shown) = self.checked_config(at, notifier, &task_id, &config)?;
+                self.save_counted(at, &task_id, &sealed).await?;
                 Ok(config_out(&shown, version))
             }
             PushCall::Get { task_id, config_id } => {
@@ -56,12 +57,14 @@ impl ServiceState {
                         ),
                     )
                 })?;
-                let opened = notifier.open(config.to_map()).map_err(|e| {
-                    A2aError::internal(format!(
-                        "opening push config {} of task {task_id}: {e}",
-                        config.id()
-                    ))
-                })?;
+                let opened = notifier
+                    .open(at.namespace(), &task_id, config.to_map())
+                    .map_err(|e| {
+                        A2aError::internal(format!(
+                            "opening push config {} of task {task_id}: {e}",
+                            config.id()
+                        ))
+                    })?;
                 Ok(config_out(&opened, version))
             }
             PushCall::List {
@@ -85,7 +88,7 @@ impl ServiceState {
                             .map(|(id, _): &(String, Value)| URL_SAFE_NO_PAD.encode(id.as_bytes()));
                         break;
                     }
-                    match notifier.open(config.to_map()) {
+                    match notifier.open(at.namespace(), &task_id, config.to_map()) {
                         Ok(opened) => {
                             page.push((config.id().to_owned(), config_out(&opened, version)))
                         }
@@ -128,9 +131,8 @@ impl ServiceState {
         task_id: &str,
         config: &PushConfigInput,
     ) -> Result<(), A2aError> {
-        let (sealed, _) = self.checked_config(at, notifier, task_id, config).await?;
-        at.store.save_push_config(task_id, &sealed).await?;
-        Ok(())
+        let (sealed, _) = self.checked_config(at, notifier, task_id, config)?;
+        self.save_counted(at, task_id, &sealed).await
     }
 
     /// The Task must exist in the caller's namespace.
@@ -141,9 +143,9 @@ impl ServiceState {
         }
     }
 
-    /// `config` as it is to be stored (sealed) and as it is answered (unsealed), once its URL,
-    /// size and the Task's config count pass.
-    async fn checked_config(
+    /// `config` as it is to be stored (sealed for the namespace and Task of `at` and
+    /// `task_id`) and as it is answered (unsealed), once its URL and size pass.
+    fn checked_config(
         &self,
         at: &At,
         notifier: &dyn PushNotifier,
@@ -157,18 +159,45 @@ impl ServiceState {
         let shown = stored(config, &id, task_id);
         // The size as stored (sealed secrets may be longer) is what the limit bounds.
         let sealed = notifier
-            .seal(shown.clone())
+            .seal(at.namespace(), task_id, shown.clone())
             .map_err(|e| A2aError::internal(format!("sealing a push config: {e}")))?;
-        let sealed = PushConfig::from_map(sealed)?;
-        let existing = at.store.list_push_configs(task_id).await?;
-        if existing.len() >= MAX_PUSH_CONFIGS_PER_TASK && !existing.iter().any(|c| c.id() == id) {
-            return Err(A2aError::invalid(format!(
-                "task {task_id} has {} push notification configs, the most a task may have \
-                 ({MAX_PUSH_CONFIGS_PER_TASK}); delete one or replace one by its id",
-                existing.len()
-            )));
+        Ok((PushConfig::from_map(sealed)?, shown))
+    }
+
+    /// Saves `config` for Task `task_id` unless that would make the Task's configs more than
+    /// [`MAX_CONFIGS_PER_TASK`] (replacing one of the same id always passes).
+    ///
+    /// Count and save happen under the Task's lock ([`ServiceState::guard`], which every
+    /// transition of the Task takes too), so creates racing in this process count one after
+    /// the other and the cap holds whatever their number. The guard always locks here: push
+    /// configs are only handled where a notifier is told of saves, and then every store's
+    /// transitions take it. Replicas over one store do not share the lock: see
+    /// `docs/push-notifications.md` for what holds across them.
+    async fn save_counted(
+        &self,
+        at: &At,
+        task_id: &str,
+        config: &PushConfig,
+    ) -> Result<(), A2aError> {
+        let guard = self.guard(at, task_id).await;
+        let saved = async {
+            let existing = at.store.list_push_configs(task_id).await?;
+            let replaces = existing.iter().any(|c| c.id() == config.id());
+            if existing.len() >= MAX_CONFIGS_PER_TASK && !replaces {
+                return Err(A2aError::invalid(format!(
+                    "task {task_id} has {} push notification configs, the most a task may \
+                     have ({MAX_CONFIGS_PER_TASK}); delete one or replace one by its id",
+                    existing.len()
+                )));
+            }
+            at.store.save_push_config(task_id, config).await?;
+            Ok(())
         }
-        Ok((sealed, shown))
+        .await;
+        drop(guard);
+        // The lock's entry goes once nobody holds or waits for it, as after a transition.
+        self.forget_lock(at, task_id);
+        saved
     }
 }
 

@@ -1,13 +1,14 @@
 //! A run's updates, each one transition of its Task: checked against the limits, saved, then
-//! published to the Task's live subscribers with the Task as saved.
+//! published to the Task's live subscribers.
 
 use crate::agent::{Artifact, EmitError, Message, Sink};
 use crate::error::{A2aError, ErrorKind};
 use crate::live_events::{Event, TaskEvents};
+use crate::namespace_usage::growth;
 use crate::scope::At;
 use crate::service_state::ServiceState;
-use crate::task_json::with_status;
-use serde_json::{Value, json};
+use crate::task_json::{apply_artifact_update, with_status};
+use serde_json::Value;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use toolnexus_core::state::is_terminal_state;
@@ -89,6 +90,7 @@ impl RunSink {
     ) -> Result<(), EmitError> {
         let max_task_bytes = self.inner.config.agent_limits.max_task_bytes;
         let refused = std::sync::Mutex::new(None);
+        let grew = std::sync::atomic::AtomicI64::new(0);
         let step = |current: &Task| {
             if is_terminal_state(task_state(current)) {
                 return Err(A2aError::new(ErrorKind::UnsupportedOperation, STOPPED));
@@ -109,6 +111,15 @@ impl RunSink {
                     "the task would be {size} bytes, over the limit of {max_task_bytes}"
                 )));
             }
+            let delta = growth(current.as_json().len(), size);
+            grew.store(delta, Ordering::Release);
+            let limits = &self.inner.config.owner_limits;
+            if let Some(why) = u64::try_from(delta)
+                .ok()
+                .and_then(|more| self.inner.usage.over_bytes(&self.at, limits, more))
+            {
+                return refuse(EmitError::Limit(why));
+            }
             Ok(Step::Save(next))
         };
         let saved = self.inner.transition(&self.at, &self.id, None, step).await;
@@ -118,6 +129,9 @@ impl RunSink {
         match saved {
             Ok(Some(task)) => {
                 self.updates.fetch_add(1, Ordering::AcqRel);
+                self.inner
+                    .usage
+                    .add_bytes(&self.at, grew.load(Ordering::Acquire));
                 let event = match event {
                     Event::Status { final_, .. } => Event::Status {
                         status: task.get("status").cloned().unwrap_or_default(),
@@ -125,7 +139,7 @@ impl RunSink {
                     },
                     other => other,
                 };
-                self.live.publish(task.into_value(), vec![event]);
+                self.live.publish(task, vec![event]);
                 Ok(())
             }
             Ok(None) => Err(EmitError::Stopped),
@@ -194,39 +208,8 @@ impl Sink for RunSink {
         }
         let update = artifact.to_stored();
         self.count(json_len(&update))?;
-        let artifact_id = artifact.artifact_id.clone();
         let change = |task: &mut Value| {
-            if !task["artifacts"].is_array() {
-                task["artifacts"] = json!([]);
-            }
-            let artifacts = task["artifacts"].as_array_mut().ok_or_else(|| {
-                EmitError::Invalid("the task's artifacts are not an array".into())
-            })?;
-            let existing = artifacts
-                .iter_mut()
-                .find(|a| a["artifactId"] == artifact_id);
-            match (existing, append) {
-                (Some(old), true) => {
-                    let parts = update["parts"].as_array().cloned().unwrap_or_default();
-                    match old["parts"].as_array_mut() {
-                        Some(old_parts) => old_parts.extend(parts),
-                        None => old["parts"] = Value::Array(parts),
-                    }
-                    for (key, value) in update.as_object().into_iter().flatten() {
-                        if key != "parts" {
-                            old[key] = value.clone();
-                        }
-                    }
-                }
-                (None, true) => {
-                    return Err(EmitError::Invalid(format!(
-                        "append to artifact {artifact_id:?}, which this task does not have"
-                    )));
-                }
-                (Some(old), false) => *old = update.clone(),
-                (None, false) => artifacts.push(update.clone()),
-            }
-            Ok(())
+            apply_artifact_update(task, &update, append).map_err(EmitError::Invalid)
         };
         let event = Event::Artifact {
             artifact: update.clone(),

@@ -6,6 +6,7 @@ use crate::agent_run::{RunContext, RunEnd, RunInput};
 use crate::answer::Answer;
 use crate::call::SendParams;
 use crate::error::{A2aError, ErrorKind};
+use crate::namespace_usage::growth;
 use crate::save_listeners::{SaveListener, wait_for_change};
 use crate::scope::{At, Scope};
 use crate::service_state::ServiceState;
@@ -80,6 +81,16 @@ impl ServiceState {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let continued = continued_id.is_some();
+        let id = continued_id.clone().unwrap_or_else(new_id);
+        // Counted before anything is saved: a stream over the bounds changes nothing.
+        let slot = if params.streaming {
+            Some(
+                self.open_streams
+                    .open(&self.config.owner_limits, &at.ns, &at.key(&id))?,
+            )
+        } else {
+            None
+        };
         let task = match continued_id {
             Some(id) => {
                 // Stored before the Task moves on, so the notice of its next save sees it.
@@ -95,7 +106,6 @@ impl ServiceState {
                     .and_then(Value::as_str)
                     .map(str::to_owned)
                     .unwrap_or_else(new_id);
-                let id = new_id();
                 message["taskId"] = json!(id);
                 message["contextId"] = json!(context_id);
                 let task = Task::try_from(json!({
@@ -110,10 +120,20 @@ impl ServiceState {
                 if let Some((notifier, config)) = &push {
                     self.save_send_config(at, &**notifier, &id, config).await?;
                 }
+                // Counted against the owner's bounds before it is saved, taken back if not.
+                let limits = &self.config.owner_limits;
+                let size = task.as_json().len() as u64;
+                self.usage.reserve(at, limits, 1, size).await?;
+                self.creating(at, &id).await;
                 // A fresh id: created only if absent, where the store can say so.
-                match at.store.save_versioned(&task, Expect::Absent).await {
-                    Err(StoreError::Unsupported { .. }) => at.store.save(&task).await?,
-                    other => drop(other?),
+                let saved = match at.store.save_versioned(&task, Expect::Absent).await {
+                    Err(StoreError::Unsupported { .. }) => at.store.save(&task).await,
+                    other => other.map(drop),
+                };
+                if let Err(e) = saved {
+                    self.not_created(at, &id).await;
+                    self.usage.release(at, 1, size);
+                    return Err(e.into());
                 }
                 self.created(at, &task).await;
                 task
@@ -123,8 +143,12 @@ impl ServiceState {
         // Listening before the agent starts: no save or event of its can be missed.
         let saves = self.listen_for_saves(at, &id);
         let snapshot = task.clone().into_value();
-        let live = self.live.open(at.key(&id), snapshot.clone());
-        let stream = params.streaming.then(|| live.attach());
+        let live = self.live.open(
+            at.key(&id),
+            snapshot.clone(),
+            self.config.owner_limits.max_stream_backlog_bytes,
+        );
+        let stream = slot.map(|slot| (live.attach(), slot));
         let end = Arc::new(RunEnd::default());
         let context = RunContext {
             scope: scope.clone(),
@@ -139,14 +163,14 @@ impl ServiceState {
             context,
         };
         self.start_agent(at, input, permit, live, Arc::clone(&end));
-        if let Some((snapshot, events)) = stream {
+        if let Some(((snapshot, events), slot)) = stream {
             return Ok(Answer::Stream(Subscription::new(
                 Arc::clone(self),
                 at.clone(),
                 id,
                 version,
                 saves,
-                (snapshot, Some(events)),
+                (snapshot, Some(events), slot),
                 true,
             )));
         }
@@ -184,6 +208,8 @@ impl ServiceState {
             .and_then(Value::as_str)
             .map(str::to_owned);
         let mut stored_message = None;
+        let mut grew = 0;
+        let max_task_bytes = self.config.agent_limits.max_task_bytes;
         let step = |task: &Task| {
             let current = task_state(task);
             if is_terminal_state(current) {
@@ -218,10 +244,33 @@ impl ServiceState {
                 Some(Value::Array(history)) => history.push(m.clone()),
                 _ => value["history"] = json!([m.clone()]),
             }
+            let next = Task::try_from(value)?;
+            // The bound an agent's updates meet holds for a client's messages too: a Task
+            // continued without end would otherwise outgrow what any read can carry.
+            let size = next.as_json().len();
+            if size > max_task_bytes {
+                return Err(A2aError::invalid_field(
+                    "message",
+                    &format!(
+                        "would take task {id} to {size} bytes, over the limit of \
+                         {max_task_bytes}: it is not added"
+                    ),
+                ));
+            }
+            grew = growth(task.as_json().len(), size);
+            if let Some(why) = u64::try_from(grew)
+                .ok()
+                .and_then(|more| self.usage.over_bytes(at, &self.config.owner_limits, more))
+            {
+                return Err(A2aError::new(ErrorKind::LimitReached, why));
+            }
             stored_message = Some(m);
-            Ok(Step::Save(Task::try_from(value)?))
+            Ok(Step::Save(next))
         };
         let saved = self.transition(at, id, None, step).await?;
+        if saved.is_some() {
+            self.usage.add_bytes(at, grew);
+        }
         if let Some(m) = stored_message {
             *message = m;
         }

@@ -6,10 +6,12 @@
 //! subscription and its event stream, listing, canceling; every change of a Task goes through
 //! one guarded transition.
 
+use crate::background_work::CountingSpawn;
 use crate::call::Call;
 use crate::error::{A2aError, ErrorKind};
 use crate::scope::At;
 use crate::service_state::ServiceState;
+use crate::task_count::TaskCount;
 use crate::task_json::task_answer;
 use crate::wire::{self, Version};
 use serde_json::json;
@@ -24,21 +26,55 @@ pub use crate::task_json::{new_id, now, with_status};
 /// The A2A operations.
 pub struct Service {
     pub(crate) inner: Arc<ServiceState>,
+    /// What it handed to the host's executor and is not over yet.
+    background: Arc<TaskCount>,
 }
 
 impl Clone for Service {
     fn clone(&self) -> Self {
         Service {
             inner: Arc::clone(&self.inner),
+            background: Arc::clone(&self.background),
         }
     }
 }
 
 impl Service {
+    /// The service over `stores`; its background work (the agents' runs) goes to `spawn`.
     pub fn new(stores: Arc<dyn Stores>, config: ServiceConfig, spawn: Arc<dyn Spawn>) -> Self {
+        let background = Arc::new(TaskCount::default());
+        let spawn = Arc::new(CountingSpawn {
+            host: spawn,
+            work: Arc::clone(&background),
+        });
         Service {
             inner: Arc::new(ServiceState::new(stores, config, spawn)),
+            background,
         }
+    }
+
+    /// For a host that stops: from now on `SendMessage` is refused
+    /// ([`codes::SERVER_BUSY`](crate::codes::SERVER_BUSY), retry later; nothing saved), and
+    /// every agent run in this process, and any whose send was taken just before, ends at
+    /// once: the agent's run is dropped, and its Task saved `failed` with
+    /// [`RUN_STOPPED_MESSAGE`](crate::RUN_STOPPED_MESSAGE) unless it is terminal already (its
+    /// subscribers get that as their final event). Returns at once; [`Service::background_idle`]
+    /// tells when the runs are over. To let runs finish first, wait for that before calling this.
+    pub fn stop_runs(&self) {
+        self.inner.stop_runs();
+    }
+
+    /// Resolves once none of this service's background work is in progress: every agent run
+    /// started so far has saved its outcome (its saves, and the push notifier's part of them,
+    /// done), and every cancel hook has returned. A send being handled may start another.
+    pub async fn background_idle(&self) {
+        self.background.idle().await;
+    }
+
+    /// How many of this service's background futures (agent runs, cancel hooks) are in
+    /// progress.
+    pub fn background_running(&self) -> usize {
+        self.background.running()
     }
 
     pub fn config(&self) -> &ServiceConfig {
@@ -143,6 +179,7 @@ mod tests {
                 agent_limits: Default::default(),
                 finish_read_to_write_delay: Duration::ZERO,
                 push: None,
+                owner_limits: Default::default(),
             },
             Arc::new(NoSpawn),
         )

@@ -2,6 +2,7 @@
 //! executor for background work ([`Spawn`]).
 
 use crate::agent::Agent;
+use crate::owner_limits::OwnerLimits;
 use crate::push::PushNotifier;
 use crate::run_updates::AgentLimits;
 use futures_util::future::BoxFuture;
@@ -39,4 +40,7 @@ pub struct ServiceConfig {
     /// store keeps push configs; otherwise those methods answer -32003. It is told of every
     /// save of a Task the service makes ([`PushNotifier::task_saved`]).
     pub push: Option<Arc<dyn PushNotifier>>,
+    /// What each owner (namespace) may hold: Tasks and their bytes, streams open, and how far
+    /// one stream may fall behind.
+    pub owner_limits: OwnerLimits,
 }

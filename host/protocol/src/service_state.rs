@@ -4,6 +4,8 @@
 
 use crate::error::{A2aError, ErrorKind};
 use crate::live_events::LiveEvents;
+use crate::namespace_usage::NamespaceUsage;
+use crate::open_streams::OpenStreams;
 use crate::push::PushNotifier;
 use crate::save_listeners::{SaveListener, SaveListeners};
 use crate::scope::{At, Stores};
@@ -24,6 +26,10 @@ pub(crate) struct ServiceState {
     pub(crate) save_listeners: SaveListeners,
     /// The events of each run here, as it emits them.
     pub(crate) live: LiveEvents,
+    /// The streams open, per owner and per Task (`config.owner_limits` bounds them).
+    pub(crate) open_streams: Arc<OpenStreams>,
+    /// Each namespace's Tasks and bytes (`config.owner_limits` bounds them).
+    pub(crate) usage: NamespaceUsage,
     /// The cancel signal of each agent running here.
     pub(crate) cancels: Mutex<HashMap<String, watch::Sender<bool>>>,
     /// Per-Task locks, for stores without versions, and for every store while push
@@ -47,6 +53,8 @@ impl ServiceState {
             background,
             save_listeners: Arc::new(Mutex::new(HashMap::new())),
             live: LiveEvents::default(),
+            open_streams: Arc::default(),
+            usage: NamespaceUsage::default(),
             cancels: Mutex::new(HashMap::new()),
             locks: Mutex::new(HashMap::new()),
             root_keeps_push_configs: OnceLock::new(),
@@ -92,6 +100,22 @@ impl ServiceState {
             .push
             .as_ref()
             .filter(|_| at.store.supports_push_configs())
+    }
+
+    /// Tells the notifier that the first save of a new Task is about to be made (so that a
+    /// crash between that save and its deliveries is recovered, as for every other save).
+    pub(crate) async fn creating(&self, at: &At, id: &str) {
+        if let Some(notifier) = self.save_notifier(at) {
+            notifier.task_saving(at.namespace(), id).await;
+        }
+    }
+
+    /// Tells the notifier that the first save announced by [`creating`](Self::creating) was
+    /// not made.
+    pub(crate) async fn not_created(&self, at: &At, id: &str) {
+        if let Some(notifier) = self.save_notifier(at) {
+            notifier.task_not_saved(at.namespace(), id).await;
+        }
     }
 
     /// Tells the notifier of the first save of a new Task (made by its creator, before anyone
@@ -156,9 +180,15 @@ impl ServiceState {
         decide: impl FnMut(&Task) -> Result<Step, A2aError>,
     ) -> Result<Option<Task>, A2aError> {
         let guard = self.guard(at, id).await;
+        let notifier = self.save_notifier(at);
+        if let Some(notifier) = notifier {
+            notifier.task_saving(at.namespace(), id).await;
+        }
         let result = transition(&*at.store, id, fallback, decide).await;
-        if let (Some(notifier), Ok(Some(saved))) = (self.save_notifier(at), &result) {
-            notifier.task_saved(at.namespace(), saved).await;
+        match (notifier, &result) {
+            (Some(notifier), Ok(Some(saved))) => notifier.task_saved(at.namespace(), saved).await,
+            (Some(notifier), _) => notifier.task_not_saved(at.namespace(), id).await,
+            (None, _) => {}
         }
         if guard.is_some() {
             drop(guard);
@@ -200,10 +230,19 @@ impl ServiceState {
     pub(crate) fn permit(&self) -> Result<OwnedSemaphorePermit, A2aError> {
         Arc::clone(&self.background)
             .try_acquire_owned()
-            .map_err(|_| {
+            .map_err(|e| {
                 A2aError::new(
                     ErrorKind::ServerBusy,
-                    "server busy: too many tasks in progress, retry later",
+                    match e {
+                        // Closed by a graceful stop: no new run starts.
+                        tokio::sync::TryAcquireError::Closed => {
+                            "server stopping: no new tasks are taken, retry later (on another \
+                             replica, or once it is back)"
+                        }
+                        tokio::sync::TryAcquireError::NoPermits => {
+                            "server busy: too many tasks in progress, retry later"
+                        }
+                    },
                 )
             })
     }
@@ -261,6 +300,7 @@ mod tests {
             agent_limits: Default::default(),
             finish_read_to_write_delay: Duration::ZERO,
             push,
+            owner_limits: Default::default(),
         }
     }
 
@@ -275,12 +315,16 @@ mod tests {
         }
         fn seal(
             &self,
+            _namespace: Option<&str>,
+            _task_id: &str,
             config: serde_json::Map<String, serde_json::Value>,
         ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
             Ok(config)
         }
         fn open(
             &self,
+            _namespace: Option<&str>,
+            _task_id: &str,
             config: serde_json::Map<String, serde_json::Value>,
         ) -> Result<serde_json::Map<String, serde_json::Value>, String> {
             Ok(config)

@@ -16,6 +16,9 @@ impl ServiceState {
         id: &str,
         version: Version,
     ) -> Result<Subscription, A2aError> {
+        let slot = self
+            .open_streams
+            .open(&self.config.owner_limits, &at.ns, &at.key(id))?;
         let saves = self.listen_for_saves(at, id);
         let task = at
             .store
@@ -45,7 +48,7 @@ impl ServiceState {
             id.to_owned(),
             version,
             saves,
-            (snapshot, live),
+            (snapshot, live, slot),
             false,
         ))
     }

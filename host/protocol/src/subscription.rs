@@ -7,17 +7,18 @@
 //! two reads (status and artifact updates): saves that land between two reads then arrive as
 //! one change. A stream that reads the store attaches to a run that starts here later.
 
-use crate::error::A2aError;
-use crate::live_events::{Event, Published};
+use crate::error::{A2aError, ErrorKind};
+use crate::event_queue::{QueueReceiver, Recv};
+use crate::live_events::Event;
+use crate::open_streams::StreamSlot;
 use crate::save_listeners::{SaveListener, wait_for_change};
 use crate::scope::At;
 use crate::service_state::ServiceState;
-use crate::task_json::{is_interrupted, is_terminal, state_of};
+use crate::task_json::{apply_artifact_update, is_interrupted, is_terminal, state_of};
 use crate::wire::{self, Version, task_out};
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use tokio::sync::broadcast::{self, error::RecvError};
 
 /// The events of one Task, each already in the request's version: the Task as it was first,
 /// then its updates. It ends after a terminal state (and, for a streaming send, when the Task
@@ -34,9 +35,12 @@ pub struct Subscription {
     done: bool,
     end_on_interrupt: bool,
     /// The run's events, while it runs here.
-    live: Option<broadcast::Receiver<Published>>,
+    live: Option<QueueReceiver>,
     /// Read the store before waiting (the run's events just ended).
     read_now: bool,
+    /// Counts this stream against its owner's and its Task's bounds while it lives (boxed:
+    /// it is only held, and an `Answer` carries the stream by value).
+    _slot: Box<StreamSlot>,
 }
 
 impl Subscription {
@@ -46,7 +50,7 @@ impl Subscription {
         id: String,
         version: Version,
         saves: SaveListener,
-        (snapshot, live): (Value, Option<broadcast::Receiver<Published>>),
+        (snapshot, live, slot): (Value, Option<QueueReceiver>, StreamSlot),
         end_on_interrupt: bool,
     ) -> Self {
         let mut pending = VecDeque::new();
@@ -66,6 +70,7 @@ impl Subscription {
             end_on_interrupt,
             live,
             read_now: false,
+            _slot: Box::new(slot),
         }
     }
 
@@ -85,11 +90,26 @@ impl Subscription {
             }
             if let Some(live) = &mut self.live {
                 match live.recv().await {
-                    Ok(published) => self.on_event(published),
-                    // Fell behind the run, or the run is over: the store says where it is.
-                    Err(RecvError::Lagged(_) | RecvError::Closed) => {
+                    Recv::Event(published) => self.on_event(published),
+                    // The run is over: the store says where it is.
+                    Recv::Closed => {
                         self.live = None;
                         self.read_now = true;
+                    }
+                    // Fell too far behind: ended, so what the reader missed is not merged
+                    // away unseen; subscribing again starts from the Task as it is.
+                    Recv::Cut => {
+                        self.live = None;
+                        self.done = true;
+                        return Some(Err(A2aError::new(
+                            ErrorKind::LimitReached,
+                            format!(
+                                "this stream fell more than {} bytes of events behind the \
+                                 task and was ended; subscribe to the task again to go on \
+                                 from where it is",
+                                self.state.config.owner_limits.max_stream_backlog_bytes
+                            ),
+                        )));
                     }
                 }
                 continue;
@@ -126,14 +146,16 @@ impl Subscription {
         true
     }
 
-    /// One event of the run, as emitted.
-    fn on_event(&mut self, published: Published) {
+    /// One event of the run, as emitted. `self.last` follows it (its status and artifacts,
+    /// what later reads of the store are compared with), so the stream knows where it is
+    /// without the event carrying the Task.
+    fn on_event(&mut self, event: Event) {
         let task_id = json!(self.id);
-        let context_id = published.task["contextId"].clone();
+        let context_id = self.last["contextId"].clone();
         let was_interrupted = is_interrupted(state_of(&self.last));
-        self.last = Value::clone(&published.task);
-        let event = match published.event {
+        let event = match event {
             Event::Status { status, final_ } => {
+                self.last["status"] = status.clone();
                 let state = status["state"]
                     .as_str()
                     .and_then(toolnexus_core::state::TaskState::parse);
@@ -147,14 +169,18 @@ impl Subscription {
                 artifact,
                 append,
                 last_chunk,
-            } => artifact_event(
-                &task_id,
-                &context_id,
-                &artifact,
-                append,
-                last_chunk,
-                self.version,
-            ),
+            } => {
+                // The run applied it to the Task it saved: it applies here too.
+                let _ = apply_artifact_update(&mut self.last, &artifact, append);
+                artifact_event(
+                    &task_id,
+                    &context_id,
+                    &artifact,
+                    append,
+                    last_chunk,
+                    self.version,
+                )
+            }
             Event::Message(message) => {
                 let message = wire::message_out(&message, self.version);
                 match self.version {

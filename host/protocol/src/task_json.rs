@@ -86,3 +86,47 @@ pub(crate) fn cut_history(task: &mut Value, history_length: Option<usize>) {
 pub(crate) fn is_terminal(task: &Value) -> bool {
     state_of(task).is_some_and(TaskState::is_terminal)
 }
+
+/// Applies an artifact update to `task` as A2A defines it: `append` adds the update's parts to
+/// the end of the artifact with its id (its other members replace the artifact's), otherwise
+/// the update replaces that artifact or is added after the others. `Err` says why it cannot
+/// apply (no such artifact to append to, `artifacts` not an array). The one place this rule
+/// lives: a run saves it, and a stream follows it.
+pub(crate) fn apply_artifact_update(
+    task: &mut Value,
+    update: &Value,
+    append: bool,
+) -> Result<(), String> {
+    if !task["artifacts"].is_array() {
+        task["artifacts"] = json!([]);
+    }
+    let artifacts = task["artifacts"]
+        .as_array_mut()
+        .ok_or("the task's artifacts are not an array")?;
+    let artifact_id = &update["artifactId"];
+    let existing = artifacts
+        .iter_mut()
+        .find(|a| a["artifactId"] == *artifact_id);
+    match (existing, append) {
+        (Some(old), true) => {
+            let parts = update["parts"].as_array().cloned().unwrap_or_default();
+            match old["parts"].as_array_mut() {
+                Some(old_parts) => old_parts.extend(parts),
+                None => old["parts"] = Value::Array(parts),
+            }
+            for (key, value) in update.as_object().into_iter().flatten() {
+                if key != "parts" {
+                    old[key] = value.clone();
+                }
+            }
+        }
+        (None, true) => {
+            return Err(format!(
+                "append to artifact {artifact_id}, which this task does not have"
+            ));
+        }
+        (Some(old), false) => *old = update.clone(),
+        (None, false) => artifacts.push(update.clone()),
+    }
+    Ok(())
+}

@@ -4,9 +4,9 @@
 use crate::http_post::{Header, post};
 use crate::outbox::Pending;
 use crate::payload::body;
-use crate::secrets::open_config;
+use crate::secrets::{Place, open_config};
 use crate::shared::Shared;
-use crate::url_policy::check_url;
+use crate::url_policy::{check_scheme, check_url};
 use bytes::Bytes;
 use hyper::StatusCode;
 use hyper::http::{HeaderName, HeaderValue, header};
@@ -48,14 +48,22 @@ pub async fn attempt(shared: &Shared, pending: &Pending) -> Outcome {
         Ok(None) | Err(StoreError::Unsupported { .. }) => return Outcome::Gone,
         Err(e) => return Outcome::Retry(format!("its config cannot be read: {e}")),
     };
-    let config = match open_config(shared.options.key.as_ref(), config) {
+    // Opened for the place it was read from: a config moved to another namespace or Task, or
+    // whose URL was changed, does not open, and nothing is sent.
+    let place = Place {
+        namespace: lane.namespace.as_deref(),
+        task_id: &lane.task_id,
+    };
+    let config = match open_config(shared.options.key.as_ref(), place, config) {
         Ok(config) => config,
         Err(why) => return Outcome::Failed(why),
     };
     let Some(url) = config.get("url").and_then(Value::as_str) else {
         return Outcome::Failed("the config has no `url`".into());
     };
-    let url = match check_url(&shared.options.allow, url) {
+    let url = match check_url(&shared.options.allow, url)
+        .and_then(|url| check_scheme(shared.options.require_https, &url).map(|()| url))
+    {
         Ok(url) => url,
         Err(why) => return Outcome::Failed(format!("its url is refused: {why}")),
     };
@@ -73,6 +81,7 @@ pub async fn attempt(shared: &Shared, pending: &Pending) -> Outcome {
     let deadline = Instant::now() + shared.options.timeout;
     match post(
         &shared.options.allow,
+        shared.options.require_https,
         shared.options.tls.as_ref(),
         &url,
         &headers,

@@ -6,7 +6,7 @@
 //! answer.
 
 use crate::options::MAX_REDIRECTS;
-use crate::url_policy::resolve_checked;
+use crate::url_policy::{check_scheme, resolve_checked};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::StatusCode;
@@ -85,9 +85,11 @@ trait Connection: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
 impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Connection for T {}
 
 /// Posts `body` to `url` with `headers`, all by `deadline`: the final HTTP status. HTTPS
-/// trusts `tls`, or the system's roots.
+/// trusts `tls`, or the system's roots; with `require_https` a redirect to anything but
+/// `https` is not followed.
 pub async fn post(
     allow: &AllowList,
+    require_https: bool,
     tls: Option<&Arc<rustls::ClientConfig>>,
     url: &Uri,
     headers: &[Header],
@@ -118,6 +120,7 @@ pub async fn post(
                     PostError::Redirect(format!("HTTP {} without a Location", status.0.as_u16()))
                 })?;
                 uri = redirect_target(&uri, &location).map_err(PostError::Redirect)?;
+                check_scheme(require_https, &uri).map_err(PostError::Redirect)?;
             }
             s if s.is_redirection() && s != StatusCode::NOT_MODIFIED => {
                 return Err(PostError::Redirect(format!(

@@ -1,7 +1,8 @@
 //! Order: the deliveries of one Task to one config form a lane, delivered one at a time in
 //! the order they were queued; a later one waits for the earlier ones, their retries
-//! included. Lanes run side by side, at most `concurrency` attempts in flight across all of
-//! them (a lane waiting between attempts holds no slot).
+//! included. Lanes run side by side, each attempt holding a slot of its namespace, of its
+//! destination and of the overall bound ([`capacity`](crate::capacity)); a lane waiting
+//! between attempts holds no slot.
 
 use crate::attempt::{Outcome, attempt};
 use crate::backoff::{delay, random_unit};
@@ -78,10 +79,11 @@ async fn deliver(shared: &Shared, pending: &Pending) {
                 .unwrap_or_default()
         )
     };
+    let share = pending.share();
     for n in 1..=attempts {
-        let outcome = match shared.in_flight.acquire().await {
-            Ok(_permit) => attempt(shared, pending).await,
-            Err(_) => return,
+        let outcome = match shared.capacity.in_flight(&share).await {
+            Some(_slots) => attempt(shared, pending).await,
+            None => return,
         };
         match outcome {
             Outcome::Delivered | Outcome::Gone => break,
@@ -104,6 +106,6 @@ async fn deliver(shared: &Shared, pending: &Pending) {
             }
         }
     }
-    shared.outbox.remove(pending.seq);
-    shared.release(1);
+    shared.outbox.done(pending);
+    shared.capacity.release(&share);
 }

@@ -3,9 +3,13 @@
 //! the bounds, secrets at rest and the outbox format are in the repository's
 //! `docs/push-notifications.md`; in short:
 //!
-//! - after each save of a Task, one delivery per push config of the Task is written to the
-//!   outbox ([`outbox`]) before the save's caller goes on; a delivery leaves the outbox once it
-//!   succeeded or was given up, so a restart delivers what was pending (at least once);
+//! - before each save of a Task with push configs an intent is recorded in the outbox
+//!   ([`outbox_intent`]); after it, one delivery per push config of the Task is written to the
+//!   outbox ([`outbox`]) before the save's caller goes on and the intent dropped; a delivery
+//!   leaves the outbox once it succeeded or was given up, so a restart delivers what was
+//!   pending, and the Task of every intent left (at least once);
+//! - capacity is shared fairly: deliveries queued and attempts in flight are bounded per
+//!   namespace and per destination inside the overall bounds ([`capacity`]);
 //! - deliveries of one Task to one config go one at a time, in save order ([`lanes`]), each
 //!   retried with exponential backoff and jitter on 5xx, 408, 429, timeouts and connection
 //!   errors ([`backoff`], [`attempt`]);
@@ -17,12 +21,17 @@
 
 pub mod attempt;
 pub mod backoff;
+pub mod capacity;
 pub mod http_post;
 mod lanes;
 pub mod options;
 pub mod outbox;
+pub mod outbox_entry;
+pub mod outbox_intent;
 pub mod outbox_slot;
 pub mod payload;
+mod queue_order;
+mod saves;
 pub mod secrets;
 mod shared;
 pub mod url_policy;
@@ -32,7 +41,9 @@ pub use secrets::SealKey;
 pub use toolnexus_egress::allow_list::AllowList;
 
 use lanes::Lanes;
-use outbox::{LaneKey, Outbox};
+use outbox::Outbox;
+use queue_order::QueueOrder;
+use saves::Saves;
 use serde_json::{Map, Value};
 use shared::Shared;
 use std::sync::Arc;
@@ -42,33 +53,37 @@ use toolnexus_core::Task;
 /// Delivers push notifications: see the crate docs.
 pub struct PushSender {
     shared: Arc<Shared>,
-    lanes: Arc<Lanes>,
-    /// Held from a save's sequence numbers to its deliveries' place in their lanes, so the
-    /// lanes keep the outbox's order.
-    queue_order: tokio::sync::Mutex<()>,
+    /// What a save queues, in order per namespace (its lanes, its intents).
+    saves: Saves,
 }
 
 impl PushSender {
     /// A sender over `stores` (where configs are read at delivery). Opens the outbox and
-    /// starts delivering what it holds, in order; call it inside a Tokio runtime. `Err`: the
-    /// outbox directory cannot be created or read.
+    /// starts delivering what it holds, in order, then what the intents an earlier run left
+    /// say was saved; call it inside a Tokio runtime. `Err`: the outbox directory cannot be
+    /// created or read.
     pub fn start(stores: Arc<dyn Stores>, options: PushOptions) -> Result<PushSender, String> {
         let (outbox, pending) = Outbox::open(options.outbox.as_deref(), &options.store_name)?;
+        let intents = outbox.intents()?;
         let shared = Arc::new(Shared::new(stores, options, outbox));
         let lanes = Lanes::new(Arc::clone(&shared));
+        let saves = Saves {
+            shared: Arc::clone(&shared),
+            lanes: Arc::clone(&lanes),
+            order: Arc::new(QueueOrder::default()),
+        };
         if !pending.is_empty() {
             tracing::warn!(
                 "push: {} deliveries left from an earlier run are being sent again",
                 pending.len()
             );
-            shared.reserve(pending.len(), true);
-            lanes.enqueue(pending);
+            for item in &pending {
+                shared.capacity.force(&item.share());
+            }
+            lanes.enqueue(pending.clone());
         }
-        Ok(PushSender {
-            shared,
-            lanes,
-            queue_order: tokio::sync::Mutex::new(()),
-        })
+        saves.recover(intents, &pending);
+        Ok(PushSender { shared, saves })
     }
 
     /// The options it runs with.
@@ -78,83 +93,52 @@ impl PushSender {
 
     /// Deliveries queued or between attempts right now.
     pub fn queued(&self) -> usize {
-        self.shared.queued()
+        self.shared.capacity.queued()
     }
 
     /// Returns once every delivery queued so far is done: delivered, dropped or given up (for
     /// a graceful stop, and for tests).
     pub async fn drained(&self) {
-        self.shared.drained().await
-    }
-
-    async fn queue(&self, namespace: Option<&str>, task: &Task) -> Result<(), String> {
-        let store = self
-            .shared
-            .stores
-            .store(namespace)
-            .await
-            .map_err(|e| format!("its store cannot be opened: {e}"))?;
-        if !store.supports_push_configs() {
-            return Ok(());
-        }
-        let configs = store
-            .list_push_configs(task.id())
-            .await
-            .map_err(|e| format!("its push configs cannot be listed: {e}"))?;
-        if configs.is_empty() {
-            return Ok(());
-        }
-        let count = configs.len();
-        if !self.shared.reserve(count, false) {
-            return Err(format!(
-                "{count} deliveries refused: {} are queued already, the most allowed",
-                self.shared.queued()
-            ));
-        }
-        let lanes: Vec<LaneKey> = configs
-            .iter()
-            .map(|config| LaneKey {
-                namespace: namespace.map(str::to_owned),
-                task_id: task.id().to_owned(),
-                config_id: config.id().to_owned(),
-            })
-            .collect();
-        let _order = self.queue_order.lock().await;
-        let shared = Arc::clone(&self.shared);
-        let task = task.clone();
-        let max = shared.options.max_payload_bytes;
-        let appended = if shared.outbox.is_durable() {
-            tokio::task::spawn_blocking(move || shared.outbox.append(lanes, &task, max)).await
-        } else {
-            Ok(shared.outbox.append(lanes, &task, max))
-        };
-        let (written, error) = match appended {
-            Ok(appended) => appended,
-            Err(e) => (Vec::new(), Some(format!("writing the outbox failed: {e}"))),
-        };
-        self.shared.release(count - written.len());
-        self.lanes.enqueue(written);
-        error.map_or(Ok(()), Err)
+        self.shared.capacity.drained().await
     }
 }
 
 #[async_trait::async_trait]
 impl PushNotifier for PushSender {
     fn check_url(&self, url: &str) -> Result<(), String> {
-        url_policy::check_url(&self.shared.options.allow, url).map(|_| ())
+        let uri = url_policy::check_url(&self.shared.options.allow, url)?;
+        url_policy::check_scheme(self.shared.options.require_https, &uri)
     }
 
-    fn seal(&self, config: Map<String, Value>) -> Result<Map<String, Value>, String> {
-        secrets::seal_config(self.shared.options.key.as_ref(), config)
+    fn seal(
+        &self,
+        namespace: Option<&str>,
+        task_id: &str,
+        config: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
+        let place = secrets::Place { namespace, task_id };
+        secrets::seal_config(self.shared.options.key.as_ref(), place, config)
     }
 
-    fn open(&self, config: Map<String, Value>) -> Result<Map<String, Value>, String> {
-        secrets::open_config(self.shared.options.key.as_ref(), config)
+    fn open(
+        &self,
+        namespace: Option<&str>,
+        task_id: &str,
+        config: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
+        let place = secrets::Place { namespace, task_id };
+        secrets::open_config(self.shared.options.key.as_ref(), place, config)
+    }
+
+    async fn task_saving(&self, namespace: Option<&str>, task_id: &str) {
+        self.saves.saving(namespace, task_id).await;
+    }
+
+    async fn task_not_saved(&self, namespace: Option<&str>, task_id: &str) {
+        self.saves.not_saved(namespace, task_id);
     }
 
     async fn task_saved(&self, namespace: Option<&str>, task: &Task) {
-        if let Err(why) = self.queue(namespace, task).await {
-            tracing::warn!("push notifications of task {:?}: {why}", task.id());
-        }
+        self.saves.saved(namespace, task).await;
     }
 }

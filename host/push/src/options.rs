@@ -18,8 +18,20 @@ pub const DEFAULT_FIRST_BACKOFF: Duration = Duration::from_secs(2);
 pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// The default number of deliveries in flight at once, across all Tasks.
 pub const DEFAULT_CONCURRENCY: usize = 16;
+/// The default number of one namespace's (tenant's, owner's) deliveries in flight at once: a
+/// quarter of [`DEFAULT_CONCURRENCY`], so one namespace whose webhooks hang keeps the others
+/// three quarters of the slots.
+pub const DEFAULT_CONCURRENCY_PER_NAMESPACE: usize = 4;
+/// The default number of deliveries to one destination (scheme, host, port) in flight at once:
+/// a webhook that accepts and never answers holds at most this many slots.
+pub const DEFAULT_CONCURRENCY_PER_DESTINATION: usize = 4;
 /// The default most deliveries waiting (queued or retrying) at once.
 pub const DEFAULT_MAX_QUEUED: usize = 4096;
+/// The default most deliveries of one namespace waiting at once: an eighth of
+/// [`DEFAULT_MAX_QUEUED`], so a namespace flooding a dead webhook leaves room for the others.
+pub const DEFAULT_MAX_QUEUED_PER_NAMESPACE: usize = 512;
+/// The default most deliveries to one destination waiting at once.
+pub const DEFAULT_MAX_QUEUED_PER_DESTINATION: usize = 512;
 /// The default largest body posted; a larger Task goes as its status only.
 pub const DEFAULT_MAX_PAYLOAD_BYTES: usize = 1024 * 1024;
 /// How many redirects (307 or 308 only) one attempt follows.
@@ -47,16 +59,35 @@ pub struct PushOptions {
     /// The wait before the first retry; doubled for each later one, up to `max_backoff`.
     pub first_backoff: Duration,
     pub max_backoff: Duration,
-    /// Deliveries in flight at once across all Tasks (at least 1).
+    /// Deliveries in flight at once across all Tasks (at least 1): the outer bound of the
+    /// two below.
     pub concurrency: usize,
+    /// Deliveries of one namespace in flight at once (at least 1).
+    pub concurrency_per_namespace: usize,
+    /// Deliveries to one destination (the webhook URL's scheme, host and port) in flight at
+    /// once (at least 1).
+    pub concurrency_per_destination: usize,
     /// Deliveries waiting at once (queued or between attempts); past it a new one is refused
-    /// with a log line (at least 1).
+    /// with a log line (at least 1): the outer bound of the two below.
     pub max_queued: usize,
+    /// Deliveries of one namespace waiting at once; past it that namespace's new ones are
+    /// refused (at least 1).
+    pub max_queued_per_namespace: usize,
+    /// Deliveries to one destination waiting at once, the destination as the config names it
+    /// when the delivery is queued; past it new ones to it are refused (at least 1).
+    pub max_queued_per_destination: usize,
     /// The largest body posted, in bytes of JSON.
     pub max_payload_bytes: usize,
+    /// Webhooks over HTTPS only (`--push-require-https`): an `http://` URL is refused when a
+    /// config is created, at delivery (a config stored before), and as a redirect's target.
+    pub require_https: bool,
     /// The TLS client configuration of HTTPS webhooks (HTTP/1.1 by ALPN); `None`: the
     /// system's roots, as agents' outgoing HTTP uses.
     pub tls: Option<Arc<rustls::ClientConfig>>,
+    /// For crash tests only: abort the process right after a save of a Task in this state,
+    /// before its deliveries are written (what a kill at that instant leaves).
+    #[doc(hidden)]
+    pub abort_after_save_in_state: Option<String>,
 }
 
 impl Default for PushOptions {
@@ -71,9 +102,15 @@ impl Default for PushOptions {
             first_backoff: DEFAULT_FIRST_BACKOFF,
             max_backoff: DEFAULT_MAX_BACKOFF,
             concurrency: DEFAULT_CONCURRENCY,
+            concurrency_per_namespace: DEFAULT_CONCURRENCY_PER_NAMESPACE,
+            concurrency_per_destination: DEFAULT_CONCURRENCY_PER_DESTINATION,
             max_queued: DEFAULT_MAX_QUEUED,
+            max_queued_per_namespace: DEFAULT_MAX_QUEUED_PER_NAMESPACE,
+            max_queued_per_destination: DEFAULT_MAX_QUEUED_PER_DESTINATION,
             max_payload_bytes: DEFAULT_MAX_PAYLOAD_BYTES,
+            require_https: false,
             tls: None,
+            abort_after_save_in_state: None,
         }
     }
 }

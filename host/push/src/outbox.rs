@@ -1,32 +1,36 @@
 //! The outbox: deliveries not yet done, kept so that a restart delivers them (at least once).
 //!
-//! On disk (`docs/push-notifications.md`): one file per delivery in the outbox directory
+//! On disk (`docs/push-notifications.md`): one entry file per save in the outbox directory
 //! (0700), named by its sequence number, 20 decimal digits, and `.json`
-//! (`00000000000000000042.json`), so that the name order is the order the deliveries were
-//! queued in. Each is a JSON object `{"outbox": 1, "seq", "namespace", "taskId", "configId",
-//! "trimmed", "task"}`: the Task as saved (its `history` and `artifacts` left out when it was
-//! over the payload bound: `"trimmed": true`), never a config or its secrets, which are read
-//! from the store at delivery. A file appears by renaming a complete, flushed temporary file
-//! (`.tmp-*`) over its name, and goes once the delivery succeeded or was given up. At start
-//! temporary files are removed, entries are read in name order, and an entry that cannot be
-//! read is moved to `corrupt/` with a log line.
+//! (`00000000000000000042.json`), so that the name order is the order the saves were queued
+//! in; it holds the Task once and the configs it goes to ([`outbox_entry`]). A file appears
+//! by renaming a complete, flushed temporary file (`.tmp-*`) over its name. A delivery done
+//! (succeeded or given up) while others of its entry are not leaves an empty marker
+//! `<seq>.done-<n>` (the entry's `n`th config, counted from 0; not flushed: a lost marker only
+//! means a delivery made again after a restart); the entry and its markers go once every
+//! delivery of it is done. At start temporary files are removed, markers of entries no longer
+//! there too, entries are read in name order (format 1 ones, one per delivery, left by earlier
+//! versions, too), and an entry that cannot be read is moved to `corrupt/` with a log line.
 //!
 //! Without a directory the entries live in memory (lost with the process).
+//!
+//! [`outbox_entry`]: crate::outbox_entry
 
+use crate::capacity::Share;
+use crate::outbox_entry::{self, Entry, TEMP_PREFIX, file_name, seq_of};
+use crate::outbox_intent::{self, Intent};
 use crate::outbox_slot::{self, Slot, create_private_dir};
-use serde_json::{Map, Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use toolnexus_core::Task;
 
-const FORMAT: u64 = 1;
-const SUFFIX: &str = ".json";
-const TEMP_PREFIX: &str = ".tmp-";
+pub use crate::outbox_entry::trim;
+
 /// Where entries that cannot be read are moved.
 pub const CORRUPT_DIR: &str = "corrupt";
+const DONE_MARK: &str = ".done-";
 
 /// Which lane a delivery is in: deliveries of one Task to one config, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -36,11 +40,26 @@ pub struct LaneKey {
     pub config_id: String,
 }
 
-/// A delivery waiting in the outbox: its sequence number and lane (the Task stays on disk).
+/// A delivery waiting in the outbox: its entry's sequence number, its place among the entry's
+/// configs, and its lane (the Task stays on disk).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
     pub seq: u64,
+    pub part: usize,
     pub lane: LaneKey,
+    /// The webhook's scheme, host and port when it was queued (which capacity share it
+    /// counts against); `None` for what was found in the outbox at start, which keeps no URL.
+    pub destination: Option<String>,
+}
+
+impl Pending {
+    /// The share of the sender's capacity this delivery counts against.
+    pub fn share(&self) -> Share {
+        Share {
+            namespace: self.lane.namespace.clone(),
+            destination: self.destination.clone(),
+        }
+    }
 }
 
 /// A delivery as read back: the Task to send, and whether it was trimmed to its status.
@@ -56,13 +75,18 @@ pub struct Outbox {
     dir: Option<PathBuf>,
     /// The slot held (on disk), released when the outbox goes.
     _slot: Option<Slot>,
-    /// The next sequence number, and (without a directory) the entries.
+    /// The next sequence number, what is left of each entry, and (without a directory) the
+    /// entries.
     state: Mutex<State>,
 }
+
+/// Per entry: its deliveries not yet done, and how many configs it names.
+type Left = HashMap<u64, (usize, usize)>;
 
 #[derive(Debug)]
 struct State {
     next_seq: u64,
+    left: Left,
     memory: HashMap<u64, Loaded>,
 }
 
@@ -79,6 +103,7 @@ impl Outbox {
                 _slot: None,
                 state: Mutex::new(State {
                     next_seq: 1,
+                    left: HashMap::new(),
                     memory: HashMap::new(),
                 }),
             };
@@ -86,13 +111,14 @@ impl Outbox {
         };
         let slot = outbox_slot::claim(root, store_name)?;
         let dir = slot.dir.clone();
-        let pending = scan(&dir)?;
+        let (pending, left) = scan(&dir)?;
         let next_seq = pending.last().map_or(1, |p| p.seq + 1);
         let outbox = Outbox {
             dir: Some(dir),
             _slot: Some(slot),
             state: Mutex::new(State {
                 next_seq,
+                left,
                 memory: HashMap::new(),
             }),
         };
@@ -109,63 +135,122 @@ impl Outbox {
         self.dir.is_some()
     }
 
-    /// Queues one delivery of `task` per lane, in order, durably before it returns (on disk:
-    /// each file flushed, renamed, then the directory flushed once). Blocking I/O: call it off
-    /// the async workers. Entries written before an error stay queued and are returned too.
+    fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues one delivery of `task` per lane (each with its destination; all lanes of one
+    /// Task), in order, as one entry, durably before it returns (on disk: the file flushed,
+    /// renamed, then the directory flushed). The sequence number is taken under a short lock
+    /// and the file written after it, so appends of different Tasks do not wait for each
+    /// other's writes; the caller keeps appends of one Task in order. Blocking I/O: call it
+    /// off the async workers. On an error nothing is queued.
     pub fn append(
         &self,
-        lanes: Vec<LaneKey>,
+        lanes: Vec<(LaneKey, Option<String>)>,
         task: &Task,
         max_task_bytes: usize,
     ) -> (Vec<Pending>, Option<String>) {
+        let Some((first, _)) = lanes.first() else {
+            return (Vec::new(), None);
+        };
         let trimmed = task.as_json().len() > max_task_bytes;
         let task = if trimmed { trim(task) } else { task.clone() };
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut written = Vec::with_capacity(lanes.len());
-        let mut error = None;
-        for lane in lanes {
+        let entry = Entry {
+            namespace: first.namespace.clone(),
+            task_id: task.id().to_owned(),
+            config_ids: lanes
+                .iter()
+                .map(|(lane, _)| lane.config_id.clone())
+                .collect(),
+            task,
+            trimmed,
+        };
+        let seq = {
+            let mut state = self.state();
             let seq = state.next_seq;
-            match &self.dir {
-                None => {
-                    let loaded = Loaded {
-                        task: task.clone(),
-                        trimmed,
-                    };
-                    state.memory.insert(seq, loaded);
-                }
-                Some(dir) => {
-                    if let Err(e) = write_entry(dir, seq, &lane, &task, trimmed) {
-                        error = Some(e);
-                        break;
-                    }
-                }
-            }
             state.next_seq += 1;
-            written.push(Pending { seq, lane });
+            state.left.insert(seq, (lanes.len(), lanes.len()));
+            if self.dir.is_none() {
+                let loaded = Loaded {
+                    task: entry.task.clone(),
+                    trimmed,
+                };
+                state.memory.insert(seq, loaded);
+            }
+            seq
+        };
+        if let Some(dir) = &self.dir {
+            let written = outbox_entry::write(dir, seq, &entry).and_then(|()| {
+                fs::File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(|e| format!("cannot flush {}: {e}", dir.display()))
+            });
+            if let Err(e) = written {
+                self.state().left.remove(&seq);
+                let _ = fs::remove_file(dir.join(file_name(seq)));
+                return (Vec::new(), Some(e));
+            }
         }
-        if let Some(dir) = &self.dir
-            && !written.is_empty()
-            && let Err(e) = fs::File::open(dir).and_then(|d| d.sync_all())
-        {
-            error.get_or_insert(format!("cannot flush {}: {e}", dir.display()));
+        let pending = lanes
+            .into_iter()
+            .enumerate()
+            .map(|(part, (lane, destination))| Pending {
+                seq,
+                part,
+                lane,
+                destination,
+            })
+            .collect();
+        (pending, None)
+    }
+    /// Records that Task `intent` is about to be saved (on disk only: flushed before it
+    /// returns; in memory an intent would die with the Tasks). Blocking I/O.
+    pub fn record_intent(&self, intent: &Intent) -> Result<(), String> {
+        match &self.dir {
+            Some(dir) => outbox_intent::record(dir, intent),
+            None => Ok(()),
         }
-        (written, error)
+    }
+
+    /// Drops an intent (the save's deliveries are written, or nothing was saved).
+    pub fn forget_intent(&self, intent: &Intent) {
+        if let Some(dir) = &self.dir {
+            outbox_intent::forget(dir, intent);
+        }
+    }
+
+    /// The intents left by an earlier run (none in memory).
+    pub fn intents(&self) -> Result<Vec<Intent>, String> {
+        match &self.dir {
+            Some(dir) => outbox_intent::scan(dir),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The delivery `pending`, read back. An entry that cannot be read is moved aside (`Err`
     /// says why); it is delivered no more.
     pub fn load(&self, pending: &Pending) -> Result<Loaded, String> {
         let Some(dir) = &self.dir else {
-            let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            return state
+            return self
+                .state()
                 .memory
                 .get(&pending.seq)
                 .cloned()
                 .ok_or_else(|| format!("outbox entry {} is gone", pending.seq));
         };
         let path = dir.join(file_name(pending.seq));
-        match read_entry(&path, pending.seq) {
-            Ok((_, loaded)) => Ok(loaded),
+        match outbox_entry::read(&path, pending.seq) {
+            Ok(entry) if entry.config_ids.get(pending.part) == Some(&pending.lane.config_id) => {
+                Ok(Loaded {
+                    task: entry.task,
+                    trimmed: entry.trimmed,
+                })
+            }
+            Ok(_) => Err(format!(
+                "outbox entry {} no longer names config {:?}",
+                pending.seq, pending.lane.config_id
+            )),
             Err(why) => {
                 move_aside(dir, &path, &why);
                 Err(why)
@@ -173,15 +258,38 @@ impl Outbox {
         }
     }
 
-    /// Forgets a delivery: done, or given up.
-    pub fn remove(&self, seq: u64) {
-        match &self.dir {
-            None => {
-                let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-                state.memory.remove(&seq);
+    /// Forgets a delivery, done or given up: its entry goes with the last of its deliveries;
+    /// until then a marker says this one is done.
+    pub fn done(&self, pending: &Pending) {
+        let last = {
+            let mut state = self.state();
+            match state.left.get(&pending.seq).copied() {
+                Some((left, total)) if left > 1 => {
+                    state.left.insert(pending.seq, (left - 1, total));
+                    None
+                }
+                Some((_, total)) => {
+                    state.left.remove(&pending.seq);
+                    state.memory.remove(&pending.seq);
+                    Some(total)
+                }
+                None => Some(0),
             }
-            Some(dir) => {
-                let path = dir.join(file_name(seq));
+        };
+        let Some(dir) = &self.dir else { return };
+        match last {
+            None => {
+                let mark = dir.join(mark_name(pending.seq, pending.part));
+                if let Err(e) = fs::File::create(&mark) {
+                    tracing::warn!(
+                        "push outbox: cannot write {}: {e}; the delivery will be made again \
+                         after a restart",
+                        mark.display()
+                    );
+                }
+            }
+            Some(total) => {
+                let path = dir.join(file_name(pending.seq));
                 if let Err(e) = fs::remove_file(&path)
                     && e.kind() != std::io::ErrorKind::NotFound
                 {
@@ -191,110 +299,35 @@ impl Outbox {
                         path.display()
                     );
                 }
+                for part in 0..total {
+                    let _ = fs::remove_file(dir.join(mark_name(pending.seq, part)));
+                }
             }
         }
     }
 }
 
-/// The file name of entry `seq`.
-pub fn file_name(seq: u64) -> String {
-    format!("{seq:020}{SUFFIX}")
+/// The marker of entry `seq`'s delivery `part` done.
+fn mark_name(seq: u64, part: usize) -> String {
+    format!("{seq:020}{DONE_MARK}{part}")
 }
 
-fn seq_of(name: &str) -> Option<u64> {
-    let digits = name.strip_suffix(SUFFIX)?;
-    if digits.len() != 20 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+fn mark_of(name: &str) -> Option<(u64, usize)> {
+    let (seq, part) = name.split_once(DONE_MARK)?;
+    if seq.len() != 20 || !seq.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    digits.parse().ok()
+    Some((seq.parse().ok()?, part.parse().ok()?))
 }
 
-/// The Task without its history and artifacts: what is kept of a Task over the payload bound.
-fn trim(task: &Task) -> Task {
-    let slim: Map<String, Value> = task
-        .as_map()
-        .iter()
-        .filter(|(name, _)| !matches!(name.as_str(), "history" | "artifacts"))
-        .map(|(name, value)| (name.clone(), value.clone()))
-        .collect();
-    // The id is kept, so this is a Task still.
-    Task::try_from(Value::Object(slim)).unwrap_or_else(|_| task.clone())
-}
-
-fn write_entry(
-    dir: &Path,
-    seq: u64,
-    lane: &LaneKey,
-    task: &Task,
-    trimmed: bool,
-) -> Result<(), String> {
-    let entry = json!({
-        "outbox": FORMAT,
-        "seq": seq,
-        "namespace": lane.namespace,
-        "taskId": lane.task_id,
-        "configId": lane.config_id,
-        "trimmed": trimmed,
-        "task": task.as_map(),
-    });
-    let fail = |e: std::io::Error| format!("cannot write push outbox entry {seq}: {e}");
-    // tempfile creates the file 0600 with a unique name; flushing it and the directory is ours.
-    let mut temp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)
-        .map_err(fail)?;
-    temp.write_all(entry.to_string().as_bytes()).map_err(fail)?;
-    temp.as_file().sync_all().map_err(fail)?;
-    temp.persist(dir.join(file_name(seq)))
-        .map_err(|e| fail(e.error))?;
-    Ok(())
-}
-
-fn read_entry(path: &Path, seq: u64) -> Result<(LaneKey, Loaded), String> {
-    let text = fs::read_to_string(path).map_err(|e| format!("cannot be read: {e}"))?;
-    let value: Value = serde_json::from_str(&text).map_err(|e| format!("not JSON: {e}"))?;
-    let entry = value.as_object().ok_or("not a JSON object")?;
-    if entry.get("outbox").and_then(Value::as_u64) != Some(FORMAT) {
-        return Err(format!("not an outbox entry of format {FORMAT}"));
-    }
-    if entry.get("seq").and_then(Value::as_u64) != Some(seq) {
-        return Err("its seq is not the one its name says".into());
-    }
-    let text_of = |name: &str| match entry.get(name) {
-        Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
-        _ => Err(format!("`{name}` is not a non-empty string")),
-    };
-    let namespace = match entry.get("namespace") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err("`namespace` is not a string or null".into()),
-    };
-    let lane = LaneKey {
-        namespace,
-        task_id: text_of("taskId")?,
-        config_id: text_of("configId")?,
-    };
-    let trimmed = entry
-        .get("trimmed")
-        .and_then(Value::as_bool)
-        .ok_or("`trimmed` is not a boolean")?;
-    let task = entry
-        .get("task")
-        .cloned()
-        .ok_or("it has no `task`".to_owned())
-        .and_then(|t| Task::try_from(t).map_err(|e| format!("`task`: {e}")))?;
-    if task.id() != lane.task_id {
-        return Err("its task is not the one `taskId` names".into());
-    }
-    Ok((lane, Loaded { task, trimmed }))
-}
-
-/// Every entry in `dir`, in sequence order; temporary files removed, unreadable entries moved
+/// Every delivery not done in `dir`, in queue order, and what is left of each entry;
+/// temporary files and markers of entries no longer there removed, unreadable entries moved
 /// aside.
-fn scan(dir: &Path) -> Result<Vec<Pending>, String> {
+fn scan(dir: &Path) -> Result<(Vec<Pending>, Left), String> {
     let listing = fs::read_dir(dir)
         .map_err(|e| format!("cannot read the push outbox {}: {e}", dir.display()))?;
-    let mut found = Vec::new();
+    let mut found = BTreeMap::new();
+    let mut marks: Vec<(u64, usize, PathBuf)> = Vec::new();
     for item in listing {
         let item =
             item.map_err(|e| format!("cannot read the push outbox {}: {e}", dir.display()))?;
@@ -305,18 +338,61 @@ fn scan(dir: &Path) -> Result<Vec<Pending>, String> {
             // A write cut short: its delivery was never acknowledged as queued.
             let _ = fs::remove_file(&path);
         } else if let Some(seq) = seq_of(name) {
-            found.push((seq, path));
+            found.insert(seq, path);
+        } else if let Some((seq, part)) = mark_of(name) {
+            marks.push((seq, part, path));
         }
     }
-    found.sort_by_key(|(seq, _)| *seq);
-    let mut pending = Vec::with_capacity(found.len());
+    let mut pending = Vec::new();
+    let mut left = HashMap::new();
+    let mut entries = HashMap::new();
     for (seq, path) in found {
-        match read_entry(&path, seq) {
-            Ok((lane, _)) => pending.push(Pending { seq, lane }),
+        match outbox_entry::read(&path, seq) {
+            Ok(entry) => drop(entries.insert(seq, entry)),
             Err(why) => move_aside(dir, &path, &why),
         }
     }
-    Ok(pending)
+    let mut done: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (seq, part, path) in marks {
+        if entries.contains_key(&seq) {
+            done.entry(seq).or_default().push(part);
+        } else {
+            let _ = fs::remove_file(path);
+        }
+    }
+    let mut seqs: Vec<u64> = entries.keys().copied().collect();
+    seqs.sort_unstable();
+    for seq in seqs {
+        let entry = &entries[&seq];
+        let done = done.get(&seq).map(Vec::as_slice).unwrap_or_default();
+        let before = pending.len();
+        for (part, config_id) in entry.config_ids.iter().enumerate() {
+            if done.contains(&part) {
+                continue;
+            }
+            pending.push(Pending {
+                seq,
+                part,
+                lane: LaneKey {
+                    namespace: entry.namespace.clone(),
+                    task_id: entry.task_id.clone(),
+                    config_id: config_id.clone(),
+                },
+                destination: None,
+            });
+        }
+        let count = pending.len() - before;
+        if count == 0 {
+            // Every delivery was done: the entry's removal was cut short.
+            let _ = fs::remove_file(dir.join(file_name(seq)));
+            for part in done {
+                let _ = fs::remove_file(dir.join(mark_name(seq, *part)));
+            }
+        } else {
+            left.insert(seq, (count, entry.config_ids.len()));
+        }
+    }
+    Ok((pending, left))
 }
 
 fn move_aside(dir: &Path, path: &Path, why: &str) {
@@ -370,26 +446,87 @@ mod tests {
         assert!(pending.is_empty());
         for state in ["submitted", "working", "completed"] {
             let (written, err) = outbox.append(
-                vec![lane("t1", "a"), lane("t1", "b")],
+                vec![(lane("t1", "a"), None), (lane("t1", "b"), None)],
                 &task("t1", state),
                 1 << 20,
             );
             assert!(err.is_none());
             assert_eq!(written.len(), 2);
         }
-        outbox.remove(2);
+        // One entry per save, whatever the number of configs.
+        let entries = |path: &Path| {
+            fs::read_dir(path)
+                .unwrap()
+                .filter(|e| seq_of(e.as_ref().unwrap().file_name().to_str().unwrap()).is_some())
+                .count()
+        };
+        assert_eq!(entries(&path), 3);
+        // The first save delivered to `a`, the second to both.
+        let first_a = Pending {
+            seq: 1,
+            part: 0,
+            lane: lane("t1", "a"),
+            destination: None,
+        };
+        outbox.done(&first_a);
+        for part in [0, 1] {
+            let config = ["a", "b"][part];
+            outbox.done(&Pending {
+                seq: 2,
+                part,
+                lane: lane("t1", config),
+                destination: None,
+            });
+        }
+        assert_eq!(entries(&path), 2);
         drop(outbox);
         let (outbox, pending, again) = open(&root);
         assert_eq!(again, path);
-        let seqs: Vec<u64> = pending.iter().map(|p| p.seq).collect();
-        assert_eq!(seqs, [1, 3, 4, 5, 6]);
-        assert_eq!(pending[1].lane, lane("t1", "a"));
-        let third = outbox.load(&pending[1]).unwrap();
-        assert_eq!(third.task.as_map()["status"]["state"], "working");
-        // New entries continue after the highest.
-        let (written, _) = outbox.append(vec![lane("t2", "a")], &task("t2", "working"), 1 << 20);
-        assert_eq!(written[0].seq, 7);
-        assert!(path.join(file_name(7)).exists());
+        let got: Vec<(u64, &str)> = pending
+            .iter()
+            .map(|p| (p.seq, p.lane.config_id.as_str()))
+            .collect();
+        assert_eq!(got, [(1, "b"), (3, "a"), (3, "b")]);
+        let third = outbox.load(&pending[2]).unwrap();
+        assert_eq!(third.task.as_map()["status"]["state"], "completed");
+        // New entries continue after the highest; the last delivery of an entry removes it
+        // and its markers.
+        let (written, _) = outbox.append(
+            vec![(lane("t2", "a"), None)],
+            &task("t2", "working"),
+            1 << 20,
+        );
+        assert_eq!(written[0].seq, 4);
+        assert!(path.join(file_name(4)).exists());
+        outbox.done(&pending[0]);
+        assert!(!path.join(file_name(1)).exists());
+        assert!(!path.join(mark_name(1, 0)).exists());
+    }
+
+    #[test]
+    fn entries_of_format_1_left_by_an_earlier_version_are_delivered() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("outbox");
+        let (outbox, _, path) = open(&root);
+        drop(outbox);
+        for (seq, config) in [(5, "a"), (6, "b")] {
+            let old = serde_json::json!({"outbox": 1, "seq": seq, "namespace": "o.x",
+                "taskId": "t", "configId": config, "trimmed": false,
+                "task": task("t", "completed").as_map()});
+            fs::write(path.join(file_name(seq)), old.to_string()).unwrap();
+        }
+        let (outbox, pending, _) = open(&root);
+        let got: Vec<(u64, &str)> = pending
+            .iter()
+            .map(|p| (p.seq, p.lane.config_id.as_str()))
+            .collect();
+        assert_eq!(got, [(5, "a"), (6, "b")]);
+        assert_eq!(pending[0].lane.namespace.as_deref(), Some("o.x"));
+        let loaded = outbox.load(&pending[1]).unwrap();
+        assert_eq!(loaded.task.as_map()["status"]["state"], "completed");
+        outbox.done(&pending[0]);
+        assert!(!path.join(file_name(5)).exists());
+        assert!(path.join(file_name(6)).exists());
     }
 
     #[cfg(unix)]
@@ -399,7 +536,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("outbox");
         let (outbox, _, path) = open(&root);
-        outbox.append(vec![lane("t", "c")], &task("t", "working"), 1 << 20);
+        outbox.append(vec![(lane("t", "c"), None)], &task("t", "working"), 1 << 20);
         let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode(&root), 0o700);
         assert_eq!(mode(&path), 0o700);
@@ -412,7 +549,7 @@ mod tests {
         let root = dir.path().join("outbox");
         let (outbox, _, path) = open(&root);
         for id in ["t1", "t2", "t3", "t4"] {
-            outbox.append(vec![lane(id, "c")], &task(id, "working"), 1 << 20);
+            outbox.append(vec![(lane(id, "c"), None)], &task(id, "working"), 1 << 20);
         }
         drop(outbox);
         fs::write(path.join(file_name(2)), "{not json").unwrap();
@@ -432,7 +569,8 @@ mod tests {
     fn an_entry_damaged_while_queued_is_moved_aside_at_delivery() {
         let dir = tempfile::tempdir().unwrap();
         let (outbox, _, path) = open(dir.path());
-        let (written, _) = outbox.append(vec![lane("t", "c")], &task("t", "working"), 1 << 20);
+        let (written, _) =
+            outbox.append(vec![(lane("t", "c"), None)], &task("t", "working"), 1 << 20);
         fs::write(path.join(file_name(1)), "[]").unwrap();
         let why = outbox.load(&written[0]).unwrap_err();
         assert!(why.contains("not a JSON object"), "{why}");
@@ -447,12 +585,12 @@ mod tests {
             "y".repeat(1000)
         ))
         .unwrap();
-        let (written, _) = outbox.append(vec![lane("t", "c")], &big, 100);
+        let (written, _) = outbox.append(vec![(lane("t", "c"), None)], &big, 100);
         let loaded = outbox.load(&written[0]).unwrap();
         assert!(loaded.trimmed);
         assert!(loaded.task.get("artifacts").is_none());
         assert_eq!(loaded.task.as_map()["status"]["state"], "working");
-        outbox.remove(written[0].seq);
+        outbox.done(&written[0]);
         assert!(outbox.load(&written[0]).is_err());
     }
 }

@@ -15,6 +15,21 @@ use toolnexus_egress::destination::{Destination, DestinationError, Host};
 /// The longest webhook URL accepted, in bytes.
 pub const MAX_URL_BYTES: usize = 2048;
 
+/// The destination a webhook URL names, as its capacity share's key: `scheme://host:port`
+/// (lower case, the scheme's port when none is written); `None` when it is not an absolute
+/// URL (such a config is refused at delivery anyway).
+pub fn destination_of(url: &str) -> Option<String> {
+    let uri: Uri = url.parse().ok()?;
+    let scheme = uri.scheme_str()?.to_ascii_lowercase();
+    let host = uri.host()?.to_ascii_lowercase();
+    let port = uri.port_u16().or(match scheme.as_str() {
+        "http" => Some(80),
+        "https" => Some(443),
+        _ => None,
+    })?;
+    Some(format!("{scheme}://{host}:{port}"))
+}
+
 /// Checks a webhook URL as a client gives it: absolute `http` or `https`, with a host, without
 /// user information; a literal IP address must be public or named by `allow`. A name is
 /// accepted here: the addresses it resolves to are checked at each delivery. `Err` is the
@@ -58,6 +73,22 @@ pub fn check_url(allow: &AllowList, url: &str) -> Result<Uri, String> {
     Ok(uri)
 }
 
+/// With `require_https` (`--push-require-https`), anything but an `https` URL is refused;
+/// `Err` names the flag.
+pub fn check_scheme(require_https: bool, uri: &Uri) -> Result<(), String> {
+    if require_https
+        && !uri
+            .scheme_str()
+            .is_some_and(|s| s.eq_ignore_ascii_case("https"))
+    {
+        return Err(format!(
+            "{uri} is not an https URL, and this server sends push notifications over HTTPS \
+             only (--push-require-https)"
+        ));
+    }
+    Ok(())
+}
+
 /// Where a delivery to `uri` may connect: its destination and every address its name resolves
 /// to, each checked (any address not allowed refuses the whole destination). Resolution must
 /// finish by `resolve_by`.
@@ -79,6 +110,34 @@ mod tests {
 
     fn accepted(allow: &str, url: &str) -> bool {
         check_url(&AllowList::parse(allow).unwrap(), url).is_ok()
+    }
+
+    #[test]
+    fn https_only_when_required() {
+        let http: Uri = "http://e.com/".parse().unwrap();
+        let https: Uri = "HTTPS://e.com/".parse().unwrap();
+        assert!(check_scheme(false, &http).is_ok());
+        assert!(check_scheme(true, &https).is_ok());
+        let refused = check_scheme(true, &http).unwrap_err();
+        assert!(refused.contains("--push-require-https"), "{refused}");
+    }
+
+    #[test]
+    fn destinations_are_scheme_host_and_port() {
+        assert_eq!(
+            destination_of("HTTPS://Hooks.Example.com/a?b").as_deref(),
+            Some("https://hooks.example.com:443")
+        );
+        assert_eq!(
+            destination_of("http://127.0.0.1:9000/x").as_deref(),
+            Some("http://127.0.0.1:9000")
+        );
+        assert_eq!(
+            destination_of("http://[::1]/").as_deref(),
+            Some("http://[::1]:80")
+        );
+        assert_eq!(destination_of("/relative"), None);
+        assert_eq!(destination_of("ftp://e.com/"), None);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! work their components do after responding) run to their end, then it exits 0. A second
 //! signal exits at once (status 130).
 
-use crate::{Failure, StderrLog};
+use crate::{Failure, StderrLog, graceful_stop};
 use std::io::Write;
 use std::time::Duration;
 use toolnexus::StoreError;
@@ -20,8 +20,9 @@ use toolnexus::wasm::http_component::{ServerLimits, http_component_from_selector
 /// clap. `--store` is global and has an environment variable, which clap would count too (a
 /// variable set for other commands must not stop this one): it is refused by [`run`] when it
 /// is on the command line; `--push-outbox`'s variable is left alone the same way.
-pub const NATIVE_ONLY: [&str; 20] = [
+pub const NATIVE_ONLY: [&str; 33] = [
     "agent",
+    "shutdown_grace",
     "echo_delay_ms",
     "max_background_tasks",
     "max_list_bytes",
@@ -40,7 +41,19 @@ pub const NATIVE_ONLY: [&str; 20] = [
     "push_attempts",
     "push_backoff",
     "push_concurrency",
+    "push_concurrency_per_namespace",
+    "push_concurrency_per_destination",
+    "push_max_queued",
+    "push_max_queued_per_namespace",
+    "push_max_queued_per_destination",
+    "push_max_payload_bytes",
+    "push_require_https",
     "no_push",
+    "max_tasks_per_owner",
+    "max_bytes_per_owner",
+    "max_streams_per_owner",
+    "max_streams_per_task",
+    "max_stream_backlog_bytes",
 ];
 
 /// The server's connection settings, from `tnstore serve`'s flags.
@@ -86,39 +99,22 @@ pub async fn run(selector: String, addr: String, flags: ConnectionFlags) -> Resu
         body_read_timeout: flags.body_read_timeout,
         max_connections: flags.max_connections,
     };
-    {
-        let mut out = std::io::stdout().lock();
-        writeln!(
-            out,
-            "listening on http://{local}/ with component {}",
-            component.name()
-        )
-        .and_then(|()| out.flush())
-        .map_err(|e| Failure::Store(format!("cannot write output: {e}")))?;
-    }
-    let mut signals = Signals::new().map_err(|e| Failure::Store(format!("signals: {e}")))?;
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = serve(listener, component, limits, async {
-        let _ = stopped.await;
-    });
-    tokio::pin!(server);
-    tokio::select! {
-        () = &mut server => return Ok(()),
-        () = signals.next() => {}
-    }
-    eprintln!(
-        "tnstore: stopping: finishing the requests in progress (signal again to stop at once)"
-    );
-    let _ = stop.send(());
-    tokio::select! {
-        () = &mut server => Ok(()),
-        () = signals.next() => {
-            eprintln!("tnstore: stopped at once");
-            // Handler runs may still hold blocking threads, which dropping the runtime would
-            // wait for: leave now.
-            std::process::exit(130)
-        }
-    }
+    let name = component.name().to_owned();
+    graceful_stop::serve_until_signaled(
+        |shutdown| async move {
+            {
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "listening on http://{local}/ with component {name}")
+                    .and_then(|()| out.flush())
+                    .map_err(|e| Failure::Store(format!("cannot write output: {e}")))?;
+            }
+            serve(listener, component, limits, shutdown).await;
+            Ok(())
+        },
+        "finishing the requests in progress",
+    )
+    .await
+    .map_err(|e| Failure::Store(format!("signals: {e}")))?
 }
 
 /// Why the component cannot be served, in this command's words (the errors' own speak of
@@ -134,31 +130,6 @@ fn refused(error: StoreError) -> Failure {
             Failure::Store(format!("--component: cannot load {component}: {reason}"))
         }
         other => Failure::Store(format!("--component: {other}")),
-    }
-}
-
-/// SIGINT (Ctrl-C) and, on Unix, SIGTERM.
-struct Signals {
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> std::io::Result<Self> {
-        Ok(Signals {
-            #[cfg(unix)]
-            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?,
-        })
-    }
-
-    async fn next(&mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = self.term.recv() => {}
-        }
-        #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

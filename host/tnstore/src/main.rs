@@ -6,9 +6,12 @@
 //! save (`--if-version`, `--if-absent`) found another version stored.
 //!
 //! `prune` exits 2 for a bad duration and for a store that cannot list or delete (no catalog).
+//! `serve` exits 0 once a SIGTERM or SIGINT has stopped it gracefully, 130 at a second signal.
 
 mod agent_choice;
 mod component_serve;
+mod graceful_stop;
+mod owner_limit_args;
 mod push_args;
 mod serve_args;
 
@@ -104,7 +107,7 @@ enum Command {
     },
     /// Serve A2A (agent card and JSON-RPC) over HTTP or HTTPS, every Task in the store. Prints
     /// `listening on http://ADDR/` (`https://` with --tls-cert) once ready (after the startup
-    /// recovery); runs until interrupted.
+    /// recovery); runs until SIGTERM or SIGINT, then stops gracefully (--shutdown-grace).
     Serve {
         /// Address to listen on (port 0 picks a free one).
         #[arg(long, visible_alias = "listen", default_value = "127.0.0.1:8080")]
@@ -189,6 +192,10 @@ enum Command {
         card: Box<serve_args::CardArgs>,
         #[command(flatten)]
         push: Box<push_args::PushArgs>,
+        #[command(flatten)]
+        shutdown: graceful_stop::ShutdownArgs,
+        #[command(flatten)]
+        owner_limits: owner_limit_args::OwnerLimitArgs,
     },
     /// Delete, once, the Tasks whose status timestamp is older than --older-than and that are
     /// terminal (completed, canceled, failed, rejected) or in one of the --state given. Tasks
@@ -451,6 +458,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             insecure_no_auth,
             card,
             push,
+            owner_limits,
+            shutdown,
         } => {
             // Internal errors reach clients as a request id; their details go to stderr.
             let _ = tracing::subscriber::set_global_default(StderrLog);
@@ -507,6 +516,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 tokens: tokens.map(std::sync::Arc::new),
                 tenants,
                 push: push.map(|sender| sender as std::sync::Arc<dyn toolnexus_a2a::PushNotifier>),
+                owner_limits: owner_limits.limits(),
+                shutdown_grace: shutdown.shutdown_grace,
                 ..Default::default()
             };
             card.apply(&mut config);
@@ -520,12 +531,19 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                     .and_then(|()| out.flush())
                     .map_err(|e| std::io::Error::new(e.kind(), format!("cannot write output: {e}")))
             };
-            tokio::select! {
-                served = toolnexus_a2a::serve_stores_then(listener, stores, config, announce) => {
-                    served.map_err(|e| Failure::Store(format!("server failed: {e}")))
-                }
-                _ = tokio::signal::ctrl_c() => Ok(()),
-            }
+            // SIGTERM or SIGINT: a graceful stop (`serve_stores_with_shutdown`), then exit 0.
+            let grace = humantime::format_duration(shutdown.shutdown_grace);
+            graceful_stop::serve_until_signaled(
+                |stop| {
+                    toolnexus_a2a::serve_stores_with_shutdown(
+                        listener, stores, config, announce, stop,
+                    )
+                },
+                &format!("no new connections; the agents' runs get {grace} to finish"),
+            )
+            .await
+            .map_err(|e| Failure::Store(format!("signals: {e}")))?
+            .map_err(|e| Failure::Store(format!("server failed: {e}")))
         }
         Command::Prune { older_than, states } => {
             for state in &states {

@@ -10,6 +10,10 @@ use toolnexus_push::{AllowList, PushOptions, PushSender, SealKey, options};
 /// Where pending deliveries are kept by default over a durable store.
 const DEFAULT_OUTBOX: &str = ".toolnexus/push-outbox";
 
+/// For crash tests only: a Task state (as stored, e.g. `completed`); the server aborts right
+/// after saving a Task in that state, before its deliveries are written to the outbox.
+pub const ABORT_AFTER_SAVE_ENV: &str = "TNSTORE_TEST_PUSH_ABORT_AFTER_SAVE";
+
 /// The push-notification flags of `tnstore serve`.
 #[derive(clap::Args, Debug)]
 pub struct PushArgs {
@@ -40,22 +44,46 @@ pub struct PushArgs {
     /// The wait before the first retry; each later one doubles it (with jitter, at most 60s).
     #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = positive_duration)]
     pub push_backoff: Duration,
-    /// Deliveries in flight at once, across all Tasks.
+    /// Deliveries in flight at once, across all Tasks (the outer bound of the per-namespace
+    /// and per-destination ones).
     #[arg(long, value_name = "N", default_value_t = options::DEFAULT_CONCURRENCY,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
     pub push_concurrency: usize,
+    /// Deliveries of one namespace (a tenant's, an owner's) in flight at once.
+    #[arg(long, value_name = "N", default_value_t = options::DEFAULT_CONCURRENCY_PER_NAMESPACE,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub push_concurrency_per_namespace: usize,
+    /// Deliveries to one destination (a webhook URL's scheme, host and port) in flight at
+    /// once.
+    #[arg(long, value_name = "N", default_value_t = options::DEFAULT_CONCURRENCY_PER_DESTINATION,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=4096))]
+    pub push_concurrency_per_destination: usize,
     /// Deliveries waiting at once (queued or between attempts); past it new ones are refused
     /// with a log line.
     #[arg(long, value_name = "N", default_value_t = options::DEFAULT_MAX_QUEUED,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub push_max_queued: usize,
+    /// Deliveries of one namespace waiting at once; past it that namespace's new ones are
+    /// refused with a log line.
+    #[arg(long, value_name = "N", default_value_t = options::DEFAULT_MAX_QUEUED_PER_NAMESPACE,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub push_max_queued_per_namespace: usize,
+    /// Deliveries to one destination waiting at once; past it new ones to it are refused with
+    /// a log line.
+    #[arg(long, value_name = "N", default_value_t = options::DEFAULT_MAX_QUEUED_PER_DESTINATION,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub push_max_queued_per_destination: usize,
     /// The largest body posted to a webhook; a larger Task goes as its status only.
     #[arg(long, value_name = "BYTES", default_value_t = options::DEFAULT_MAX_PAYLOAD_BYTES,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1024..))]
     pub push_max_payload_bytes: usize,
+    /// Send push notifications over HTTPS only: an http:// webhook URL is refused when a
+    /// config is created, at delivery, and as a redirect's target.
+    #[arg(long)]
+    pub push_require_https: bool,
     /// Offer no push notifications (the config methods answer -32003, the card says so).
     /// An outbox named by TNSTORE_PUSH_OUTBOX (or --push-outbox) is then left alone.
-    #[arg(long, conflicts_with_all = ["push_allow", "push_key_file"])]
+    #[arg(long, conflicts_with_all = ["push_allow", "push_key_file", "push_require_https"])]
     pub no_push: bool,
 }
 
@@ -97,9 +125,17 @@ impl PushArgs {
             first_backoff: self.push_backoff,
             max_backoff: options::DEFAULT_MAX_BACKOFF.max(self.push_backoff),
             concurrency: self.push_concurrency,
+            concurrency_per_namespace: self.push_concurrency_per_namespace,
+            concurrency_per_destination: self.push_concurrency_per_destination,
             max_queued: self.push_max_queued,
+            max_queued_per_namespace: self.push_max_queued_per_namespace,
+            max_queued_per_destination: self.push_max_queued_per_destination,
             max_payload_bytes: self.push_max_payload_bytes,
+            require_https: self.push_require_https,
             tls: None,
+            abort_after_save_in_state: std::env::var(ABORT_AFTER_SAVE_ENV)
+                .ok()
+                .filter(|state| !state.is_empty()),
         }))
     }
 }

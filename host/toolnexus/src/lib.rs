@@ -38,8 +38,8 @@ pub use selector::{StoreSelector, resolve_store};
 pub use toolnexus_core::{
     Blame, DEFAULT_DATA_DIR, Durability, Expect, FileTaskStore, InMemoryTaskStore, Limit,
     ListQuery, MAX_PUSH_CONFIG_BYTES, MAX_PUSH_CONFIGS_PER_TASK, PushConfig, Step, StoreError,
-    Task, TaskError, TaskPage, TaskStore, Timestamp, TransitionError, check_config_id, options,
-    query, sort_push_configs, state, task_state, transition,
+    StoreUsage, Task, TaskError, TaskPage, TaskStore, Timestamp, TransitionError, check_config_id,
+    options, query, sort_push_configs, state, task_state, transition,
 };
 
 /// Sandboxed WebAssembly component stores: [`wasm::WasmTaskStore`] and its builder, limits,

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
-use toolnexus_a2a::{Agent, Message, Outcome, ServerConfig, Work, codes, serve};
+use toolnexus_a2a::{Agent, Message, Outcome, ServerConfig, Tokens, Work, codes, serve};
 use toolnexus_core::{InMemoryTaskStore, ListQuery, StoreError, Task, TaskStore};
 
 /// Long enough never to be what ends a test that passes; what a failing test waits at most.
@@ -215,6 +215,45 @@ async fn a_body_that_stops_arriving_gets_408_after_the_body_timeout() {
         "{answer}"
     );
     assert_closed(&mut conn, "after a 408").await;
+}
+
+#[tokio::test]
+async fn an_anonymous_request_gets_401_before_its_body_is_read() {
+    let tokens = Tokens::parse("alice alice-token-0123456789\n").unwrap();
+    // The body timeout never fires: a server that waited for the body would answer nothing.
+    let addr = start(
+        memory(),
+        ServerConfig {
+            tokens: Some(Arc::new(tokens)),
+            ..patient()
+        },
+    )
+    .await;
+    for (path, credentials) in [
+        ("/", ""),
+        ("/message:send", ""),
+        ("/v1/message:send", ""),
+        ("/tenant-x/tasks/t1:cancel", ""),
+        ("/no/such/route", ""),
+        ("/", "Authorization: Bearer wrong-token-0123456789\r\n"),
+    ] {
+        let mut conn = TcpStream::connect(addr).await.unwrap();
+        // The head of a 1 MiB body, and none of the body.
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n\
+             {credentials}Content-Length: 1048576\r\n\r\n"
+        );
+        conn.write_all(head.as_bytes()).await.unwrap();
+        let answer = read_response(&mut conn).await;
+        assert!(answer.starts_with("HTTP/1.1 401"), "{path}: {answer}");
+        assert!(
+            answer
+                .to_ascii_lowercase()
+                .contains("www-authenticate: bearer"),
+            "{path}: {answer}"
+        );
+        assert_closed(&mut conn, "after a 401 given before the body").await;
+    }
 }
 
 #[tokio::test]

@@ -6,4 +6,5 @@ mod agent_card;
 mod limits;
 mod protocol;
 mod push;
+mod slow_reader;
 mod spec_1_0_1;

@@ -11,7 +11,8 @@ use tokio::sync::Notify;
 use toolnexus_a2a::{PushNotifier, ServerConfig, Stores, serve_stores};
 use toolnexus_core::{InMemoryTaskStore, StoreError, Task, TaskStore};
 
-/// A sender that refuses `http://` URLs, seals tokens by marking them, and records every
+/// A sender that refuses `http://` URLs, seals tokens by marking them with where they are kept
+/// (`sealed:` in the root store, `sealed[<namespace>/<task>]:` elsewhere), and records every
 /// save it is told of.
 #[derive(Default)]
 struct Recorder {
@@ -57,17 +58,28 @@ impl PushNotifier for Recorder {
         }
     }
 
-    fn seal(&self, mut config: Map<String, Value>) -> Result<Map<String, Value>, String> {
+    fn seal(
+        &self,
+        namespace: Option<&str>,
+        task_id: &str,
+        mut config: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
         if let Some(Value::String(token)) = config.get("token") {
-            let sealed = format!("sealed:{token}");
+            let sealed = format!("{}{token}", seal_mark(namespace, task_id));
             config.insert("token".into(), json!(sealed));
         }
         Ok(config)
     }
 
-    fn open(&self, mut config: Map<String, Value>) -> Result<Map<String, Value>, String> {
+    fn open(
+        &self,
+        namespace: Option<&str>,
+        task_id: &str,
+        mut config: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
         if let Some(Value::String(token)) = config.get("token") {
-            let opened = token.strip_prefix("sealed:").ok_or("not sealed here")?;
+            let mark = seal_mark(namespace, task_id);
+            let opened = token.strip_prefix(&mark).ok_or("not sealed here")?;
             config.insert("token".into(), json!(opened));
         }
         Ok(config)
@@ -79,6 +91,14 @@ impl PushNotifier for Recorder {
         let entry = (namespace.map(str::to_owned), task.id().to_owned(), state);
         self.saves.lock().unwrap().push(entry);
         self.told.notify_waiters();
+    }
+}
+
+/// The recorder's seal mark for a place.
+fn seal_mark(namespace: Option<&str>, task_id: &str) -> String {
+    match namespace {
+        None => "sealed:".to_owned(),
+        Some(ns) => format!("sealed[{ns}/{task_id}]:"),
     }
 }
 
@@ -396,6 +416,106 @@ async fn http_json_1_0_with_and_without_a_tenant() {
         .rest("1.0", "PUT", "/tasks/t/pushNotificationConfigs", None)
         .await;
     assert_eq!(status, 404);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_is_sealed_for_its_namespace_and_does_not_open_in_another() {
+    let server = start().await;
+    server.task("t.acme", "t", "completed", NOW).await;
+    server.task("", "t", "completed", NOW).await;
+    let (status, created) = server
+        .rest(
+            "1.0",
+            "POST",
+            "/acme/tasks/t/pushNotificationConfigs",
+            Some(json!({"id": "c", "url": "https://h/x", "token": "k"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{created}");
+    let stored = server.stores.get("t.acme").get_push_config("t", "c").await;
+    let stored = stored.unwrap().unwrap();
+    assert_eq!(stored.to_map()["token"], "sealed[t.acme/t]:k");
+    // Copied into the root store behind the server's back: it does not open there.
+    server
+        .stores
+        .get("")
+        .save_push_config("t", &stored)
+        .await
+        .unwrap();
+    let got = server
+        .rpc(
+            "1.0",
+            "GetTaskPushNotificationConfig",
+            json!({"taskId": "t", "id": "c"}),
+        )
+        .await;
+    assert_eq!(got["error"]["code"], -32603, "{got}");
+    assert!(!got.to_string().contains("\"k\""), "{got}");
+    let listed = server
+        .rpc(
+            "1.0",
+            "ListTaskPushNotificationConfigs",
+            json!({"taskId": "t"}),
+        )
+        .await;
+    assert_eq!(listed["result"], json!({"configs": []}), "{listed}");
+    // Where it was made, it still opens.
+    let (status, got) = server
+        .rest(
+            "1.0",
+            "GET",
+            "/acme/tasks/t/pushNotificationConfigs/c",
+            None,
+        )
+        .await;
+    assert_eq!((status, &got["token"]), (200, &json!("k")), "{got}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn secrets_that_cannot_be_header_values_are_refused_over_http_in_both_versions() {
+    let server = start().await;
+    server.task("", "t", "completed", NOW).await;
+    let bad = "k\r\nX-Injected: yes";
+    for (version, path, body, field) in [
+        (
+            "1.0",
+            "/tasks/t/pushNotificationConfigs",
+            json!({"url": "https://h/x", "token": bad}),
+            "token",
+        ),
+        (
+            "1.0",
+            "/tasks/t/pushNotificationConfigs",
+            json!({"url": "https://h/x", "authentication": {"scheme": "Bearer", "credentials": bad}}),
+            "authentication.credentials",
+        ),
+        (
+            "",
+            "/v1/tasks/t/pushNotificationConfigs",
+            json!({"parent": "tasks/t", "config_id": "c1", "config": {
+                "push_notification_config": {"id": "c1", "url": "https://h/1", "token": bad}}}),
+            "token",
+        ),
+        (
+            "",
+            "/v1/tasks/t/pushNotificationConfigs",
+            json!({"parent": "tasks/t", "config_id": "c1", "config": {
+                "push_notification_config": {"id": "c1", "url": "https://h/1",
+                    "authentication": {"schemes": ["Bearer"], "credentials": bad}}}}),
+            "credentials",
+        ),
+    ] {
+        let (status, refused) = server.rest(version, "POST", path, Some(body)).await;
+        assert_eq!(status, 400, "{version} {path}: {refused}");
+        let text = refused.to_string();
+        assert!(text.contains(field), "{version} {path}: {text}");
+        assert!(
+            !text.contains("X-Injected"),
+            "the secret is repeated: {text}"
+        );
+    }
+    let stored = server.stores.get("").list_push_configs("t").await.unwrap();
+    assert!(stored.is_empty(), "{stored:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -225,6 +225,11 @@ impl Work {
 /// run the agent emits status and artifact updates ([`Work::update_status`],
 /// [`Work::update_artifact`]): each is saved, then sent to every subscriber in the order
 /// emitted.
+///
+/// A panic in [`Agent::run`] fails the Task ("the agent failed: it panicked"; what it said is
+/// logged), as a component's trap does. When the host stops
+/// ([`Service::stop_runs`](crate::Service::stop_runs)), a run still going is dropped (the
+/// future is not polled again) and its Task saved `failed`.
 #[async_trait::async_trait]
 pub trait Agent: Send + Sync {
     /// Works on `work`'s Task.

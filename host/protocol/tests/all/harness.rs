@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use toolnexus_a2a_protocol::call::SendParams;
 use toolnexus_a2a_protocol::{
-    Agent, AgentLimits, Answer, Call, Scope, Service, ServiceConfig, SingleStore, Spawn,
-    Subscription, Version,
+    Agent, AgentLimits, Answer, Call, OwnerLimits, Scope, Service, ServiceConfig, SingleStore,
+    Spawn, Subscription, Version,
 };
 use toolnexus_core::{InMemoryTaskStore, TaskStore};
 
@@ -25,23 +25,41 @@ pub fn service(agent: Arc<dyn Agent>) -> Service {
 }
 
 pub fn service_with(agent: Arc<dyn Agent>, agent_limits: AgentLimits) -> Service {
+    service_bounded(agent, agent_limits, OwnerLimits::default())
+}
+
+pub fn service_bounded(
+    agent: Arc<dyn Agent>,
+    agent_limits: AgentLimits,
+    owner_limits: OwnerLimits,
+) -> Service {
     let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
     Service::new(
         Arc::new(SingleStore(store)),
-        ServiceConfig {
-            agent,
-            max_background_tasks: 64,
-            max_list_bytes: 1 << 20,
-            tenants: HashSet::new(),
-            // Long: a stream that had to poll the store would stall the test visibly.
-            poll_interval: Duration::from_secs(30),
-            output_modes: vec!["text/plain".into()],
-            agent_limits,
-            finish_read_to_write_delay: Duration::ZERO,
-            push: None,
-        },
+        config(agent, agent_limits, owner_limits),
         Arc::new(TokioSpawn),
     )
+}
+
+/// The settings the tests run with.
+pub fn config(
+    agent: Arc<dyn Agent>,
+    agent_limits: AgentLimits,
+    owner_limits: OwnerLimits,
+) -> ServiceConfig {
+    ServiceConfig {
+        agent,
+        max_background_tasks: 64,
+        max_list_bytes: 1 << 20,
+        tenants: HashSet::new(),
+        // Long: a stream that had to poll the store would stall the test visibly.
+        poll_interval: Duration::from_secs(30),
+        output_modes: vec!["text/plain".into()],
+        agent_limits,
+        finish_read_to_write_delay: Duration::ZERO,
+        push: None,
+        owner_limits,
+    }
 }
 
 pub fn send_params(text: &str, streaming: bool) -> SendParams {

@@ -111,6 +111,7 @@ fn service(store: Arc<Uncounted>) -> Service {
             agent_limits: AgentLimits::default(),
             finish_read_to_write_delay: Duration::ZERO,
             push: None,
+            owner_limits: Default::default(),
         },
         Arc::new(TokioSpawn),
     )

@@ -5,4 +5,7 @@ mod agent_events;
 mod agent_outcomes;
 mod harness;
 mod list_total;
+mod owner_bounds;
 mod push;
+mod push_config_checks;
+mod run_lifecycle;

@@ -8,16 +8,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use toolnexus_a2a_protocol::call::from_jsonrpc;
+use toolnexus_a2a_protocol::push::MAX_CONFIGS_PER_TASK;
 use toolnexus_a2a_protocol::{
     A2aError, Answer, EchoAgent, PushNotifier, Scope, Service, ServiceConfig, SingleStore, Version,
 };
-use toolnexus_core::{InMemoryTaskStore, MAX_PUSH_CONFIGS_PER_TASK, StoreError, Task, TaskStore};
+use toolnexus_core::{InMemoryTaskStore, StoreError, Task, TaskStore};
 
 /// What the recorder marks a sealed secret with.
 const SEALED: &str = "sealed:";
 
 /// A notifier that refuses URLs not starting with `https://` or naming `internal`, seals
-/// secrets by marking them, and records every save it is told of.
+/// secrets by marking them (`sealed:` + the value; with the place when it is not the root
+/// store's, so a test sees which place the service sealed and opened for), and records every
+/// save it is told of.
 #[derive(Default)]
 pub struct Recorder {
     /// `(namespace, task id, state)` per notice, in the order told.
@@ -54,6 +57,15 @@ impl Recorder {
     }
 }
 
+/// The recorder's seal mark for a place: `sealed:` in the root store (what most tests see),
+/// `sealed[<namespace>/<task>]:` elsewhere.
+fn mark(namespace: Option<&str>, task_id: &str) -> String {
+    match namespace {
+        None => SEALED.to_owned(),
+        Some(ns) => format!("sealed[{ns}/{task_id}]:"),
+    }
+}
+
 fn map_secrets(
     mut config: Map<String, Value>,
     change: impl Fn(&str) -> Result<String, String>,
@@ -83,15 +95,27 @@ impl PushNotifier for Recorder {
         Ok(())
     }
 
-    fn seal(&self, config: Map<String, Value>) -> Result<Map<String, Value>, String> {
-        map_secrets(config, |s| Ok(format!("{SEALED}{s}")))
+    fn seal(
+        &self,
+        namespace: Option<&str>,
+        task_id: &str,
+        config: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
+        let mark = mark(namespace, task_id);
+        map_secrets(config, |s| Ok(format!("{mark}{s}")))
     }
 
-    fn open(&self, config: Map<String, Value>) -> Result<Map<String, Value>, String> {
+    fn open(
+        &self,
+        namespace: Option<&str>,
+        task_id: &str,
+        config: Map<String, Value>,
+    ) -> Result<Map<String, Value>, String> {
+        let mark = mark(namespace, task_id);
         map_secrets(config, |s| {
-            s.strip_prefix(SEALED)
+            s.strip_prefix(&mark)
                 .map(str::to_owned)
-                .ok_or_else(|| "not sealed by this key".to_owned())
+                .ok_or_else(|| "not sealed by this key for this place".to_owned())
         })
     }
 
@@ -127,13 +151,17 @@ impl TaskStore for NoPushStore {
     }
 }
 
-struct Setup {
-    service: Service,
-    store: Arc<InMemoryTaskStore>,
-    recorder: Arc<Recorder>,
+pub(crate) struct Setup {
+    pub(crate) service: Service,
+    pub(crate) store: Arc<InMemoryTaskStore>,
+    pub(crate) recorder: Arc<Recorder>,
 }
 
-fn config(store: Arc<dyn TaskStore>, push: Option<Arc<dyn PushNotifier>>, delay: u64) -> Service {
+pub(crate) fn config(
+    store: Arc<dyn TaskStore>,
+    push: Option<Arc<dyn PushNotifier>>,
+    delay: u64,
+) -> Service {
     Service::new(
         Arc::new(SingleStore(store)),
         ServiceConfig {
@@ -148,6 +176,7 @@ fn config(store: Arc<dyn TaskStore>, push: Option<Arc<dyn PushNotifier>>, delay:
             agent_limits: Default::default(),
             finish_read_to_write_delay: Duration::ZERO,
             push,
+            owner_limits: Default::default(),
         },
         Arc::new(TokioSpawn),
     )
@@ -168,12 +197,12 @@ fn setup_with_delay(delay: u64) -> Setup {
     }
 }
 
-fn setup() -> Setup {
+pub(crate) fn setup() -> Setup {
     setup_with_delay(0)
 }
 
 /// One JSON-RPC method through the parser and the service: its value, or its error.
-async fn rpc(
+pub(crate) async fn rpc(
     service: &Service,
     method: &str,
     params: Value,
@@ -190,7 +219,7 @@ async fn rpc(
 }
 
 /// A Task saved straight into the store (`completed`), so config methods have one to work on.
-async fn task(store: &InMemoryTaskStore, id: &str) {
+pub(crate) async fn task(store: &InMemoryTaskStore, id: &str) {
     let task = Task::try_from(json!({"id": id, "contextId": "c", "kind": "task",
         "status": {"state": "completed"}}))
     .unwrap();
@@ -467,14 +496,15 @@ async fn refusals_name_what_was_wrong() {
     .unwrap_err();
     assert_eq!(err.field.as_deref(), Some("pushNotificationConfig.url"));
     // Too large.
-    let err = create(json!({"taskId": "t", "url": "https://h/x", "token": "x".repeat(70_000)}))
+    let long_url = format!("https://h/{}", "x".repeat(70_000));
+    let err = create(json!({"taskId": "t", "url": long_url}))
         .await
         .unwrap_err();
     assert_eq!(err.code(), -32602);
     assert!(err.message.contains("over the limit"), "{err}");
     assert!(store.list_push_configs("t").await.unwrap().is_empty());
     // At most so many per Task; replacing one is fine at the limit.
-    for i in 0..MAX_PUSH_CONFIGS_PER_TASK {
+    for i in 0..MAX_CONFIGS_PER_TASK {
         create(json!({"taskId": "t", "id": format!("c{i:03}"), "url": "https://h/x"}))
             .await
             .unwrap();
@@ -484,14 +514,14 @@ async fn refusals_name_what_was_wrong() {
         .unwrap_err();
     assert_eq!(err.code(), -32602);
     assert!(
-        err.message.contains(&MAX_PUSH_CONFIGS_PER_TASK.to_string()),
+        err.message.contains(&MAX_CONFIGS_PER_TASK.to_string()),
         "{err}"
     );
     create(json!({"taskId": "t", "id": "c000", "url": "https://h/replaced"}))
         .await
         .unwrap();
     let configs = store.list_push_configs("t").await.unwrap();
-    assert_eq!(configs.len(), MAX_PUSH_CONFIGS_PER_TASK);
+    assert_eq!(configs.len(), MAX_CONFIGS_PER_TASK);
     assert_eq!(configs[0].to_map()["url"], "https://h/replaced");
 }
 
@@ -524,7 +554,7 @@ async fn a_config_that_cannot_be_opened_is_an_internal_error_on_get_and_left_out
     assert_eq!(listed, json!({"configs": []}));
 }
 
-fn send(text: &str, configuration: Value) -> Value {
+pub(crate) fn send(text: &str, configuration: Value) -> Value {
     json!({"message": {"role": "ROLE_USER", "messageId": format!("m-{text}"),
         "parts": [{"text": text}]}, "configuration": configuration})
 }

@@ -1,7 +1,7 @@
 //! `PushSender` over an in-memory store, delivering to a real webhook receiver in the test
 //! process: a config deleted while its deliveries wait gets none of them, and past the queue
 //! bound new deliveries are refused while the queued ones keep their order; HTTPS webhooks
-//! (`https.rs`).
+//! (`https.rs`); fair shares between namespaces (`fairness.rs`).
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -15,7 +15,9 @@ use toolnexus_a2a_protocol::{PushNotifier, SingleStore};
 use toolnexus_core::{InMemoryTaskStore, PushConfig, Task, TaskStore};
 use toolnexus_push::{AllowList, PushOptions, PushSender};
 
+mod fairness;
 mod https;
+mod recovery;
 
 pub const DEADLINE: Duration = Duration::from_secs(30);
 

@@ -18,3 +18,4 @@ mod recovery;
 mod replicas;
 mod retention;
 mod serve;
+mod shutdown;

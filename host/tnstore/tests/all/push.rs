@@ -1,7 +1,8 @@
 //! Push notifications end to end: `tnstore serve --agent tck` as a real process, a real
 //! webhook receiver, and the `events:N:MS` scenario, whose every save is one delivery per
-//! config: order, credentials, both protocol versions, a SIGKILL mid-delivery, retries, the
-//! SSRF rules, secrets at rest, the bounds, and a tenant's namespace.
+//! config: order, credentials, both protocol versions, a SIGKILL mid-delivery, an abort
+//! between a save and its outbox entry, retries, the SSRF rules, HTTPS only, secrets at rest,
+//! the bounds (a namespace's share refused with a log line), and a tenant's namespace.
 
 use crate::push_support::{
     Answer, Progress, Received, Receiver, Server, assert_in_save_order, progress,
@@ -122,6 +123,90 @@ async fn a_delivery_cut_by_sigkill_comes_again_after_restart_and_the_later_ones_
     );
     assert_in_save_order(&after);
     assert_eq!(2 + after.len(), saves(3), "{after:#?}");
+}
+
+/// What `push_args.rs` reads: abort right after saving a Task in this state, before its
+/// deliveries are written (a kill -9 at the worst instant).
+const ABORT_AFTER_SAVE: &str = "TNSTORE_TEST_PUSH_ABORT_AFTER_SAVE";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_between_the_terminal_save_and_its_outbox_entry_still_delivers_it_after_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut receiver = Receiver::start(Vec::new()).await;
+    let args = [
+        "--push-allow".to_owned(),
+        allow(&receiver),
+        "--push-outbox".to_owned(),
+        outbox(tmp.path()),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut server = Server::start_with_env(
+        &file_store(tmp.path()),
+        &args,
+        &[(ABORT_AFTER_SAVE, "completed")],
+    );
+    let id = server
+        .send_v1("events:1:0", v1_config(&receiver.url("127.0.0.1", "/hook")))
+        .await;
+    server.log_line(&["aborting after the save"]).await;
+    let status = server.ended().await;
+    assert!(!status.success(), "it aborted: {status:?}");
+
+    // The Task is stored completed, but the delivery of that save was never written.
+    let _restarted = Server::start(&file_store(tmp.path()), &args);
+    let got = receiver.until_state("completed").await;
+    let last = got.last().unwrap();
+    assert_eq!(last.body["task"]["id"], id.as_str());
+    assert_eq!(
+        last.body["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{got:#?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_between_a_tasks_first_save_and_its_outbox_entry_still_delivers_it_after_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut receiver = Receiver::start(Vec::new()).await;
+    // Recovery off: nothing at restart saves the Task again, so only the intent can send it.
+    let args = [
+        "--push-allow".to_owned(),
+        allow(&receiver),
+        "--push-outbox".to_owned(),
+        outbox(tmp.path()),
+        "--recovery".to_owned(),
+        "off".to_owned(),
+    ];
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut server = Server::start_with_env(
+        &file_store(tmp.path()),
+        &args,
+        &[(ABORT_AFTER_SAVE, "submitted")],
+    );
+    let params = json!({"message": {"role": "ROLE_USER", "messageId": "m-first",
+        "parts": [{"text": "events:1:0"}]}, "configuration": {"returnImmediately": true,
+        "taskPushNotificationConfig": v1_config(&receiver.url("127.0.0.1", "/hook"))}});
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params});
+    // The process aborts before it answers: the request fails, and that is all it says.
+    let answered = reqwest::Client::new()
+        .post(&server.url)
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await;
+    assert!(
+        answered.is_err(),
+        "no answer from a process that aborted: {answered:?}"
+    );
+    server.log_line(&["aborting after the save"]).await;
+    assert!(!server.ended().await.success(), "it aborted");
+
+    let _restarted = Server::start(&file_store(tmp.path()), &args);
+    let got = receiver.until_state("submitted").await;
+    assert_eq!(
+        got.last().unwrap().body["task"]["status"]["state"],
+        "TASK_STATE_SUBMITTED",
+        "{got:#?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -401,4 +486,55 @@ async fn no_push_starts_with_an_outbox_in_the_environment_and_the_card_says_so()
         json!(false),
         "{card}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_https_required_an_http_webhook_is_refused_naming_the_flag() {
+    let server = Server::start(
+        "memory",
+        &["--push-require-https", "--push-allow", "127.0.0.1:9"],
+    );
+    let task = server.send_v1("hello", Value::Null).await;
+    let answer = server
+        .rpc(
+            "1.0",
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "id": "c", "url": "http://127.0.0.1:9/hook"}),
+        )
+        .await;
+    let message = answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{answer}"));
+    assert!(message.contains("--push-require-https"), "{message}");
+    let accepted = server
+        .rpc(
+            "1.0",
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": task, "id": "c", "url": "https://127.0.0.1:9/hook"}),
+        )
+        .await;
+    assert!(accepted["result"].is_object(), "{accepted}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delivery_past_its_namespaces_share_is_refused_with_a_log_line_naming_the_bound() {
+    // The first delivery is held: the namespace's one queued delivery stays queued.
+    let receiver = Receiver::start(vec![Answer::Hold]).await;
+    let mut server = Server::start(
+        "memory",
+        &[
+            "--push-allow",
+            &allow(&receiver),
+            "--push-max-queued-per-namespace",
+            "1",
+        ],
+    );
+    server
+        .send_v1("events:1:0", v1_config(&receiver.url("127.0.0.1", "/hook")))
+        .await;
+    let line = server
+        .log_line(&["push deliveries of task", "refused"])
+        .await;
+    assert!(line.contains("the root namespace"), "{line}");
+    assert!(line.contains("--push-max-queued-per-namespace"), "{line}");
 }

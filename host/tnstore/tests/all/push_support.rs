@@ -204,9 +204,14 @@ pub struct Server {
 impl Server {
     /// `tnstore --store <store> serve --addr 127.0.0.1:0 --agent tck <args>`, once it listens.
     pub fn start(store: &str, args: &[&str]) -> Server {
+        Server::start_with_env(store, args, &[])
+    }
+
+    /// [`start`](Self::start) with these environment variables set too.
+    pub fn start_with_env(store: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
         let serve_args: Vec<&str> = ["--agent", "tck"].iter().chain(args).copied().collect();
         let mut serving = crate::common::serve(&["--store", store], &serve_args, |command| {
-            command.stderr(Stdio::piped());
+            command.stderr(Stdio::piped()).envs(env.iter().copied());
         });
         let (tx, lines) = mpsc::unbounded_channel();
         let stderr = serving.child.stderr.take().unwrap();
@@ -242,6 +247,22 @@ impl Server {
     /// SIGKILL, and waits for the process.
     pub fn kill(self) {
         self.serving.kill();
+    }
+
+    /// Waits for the process to end by itself (panics after [`DEADLINE`], killing it); how it
+    /// ended.
+    pub async fn ended(mut self) -> std::process::ExitStatus {
+        let deadline = tokio::time::Instant::now() + DEADLINE;
+        loop {
+            if let Some(status) = self.serving.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "tnstore did not end within {DEADLINE:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// One JSON-RPC call; `version` "1.0" sends `A2A-Version: 1.0`, "0.3" none.

@@ -14,7 +14,6 @@
 
 use crate::http_component::admission::{self, Admitted};
 use crate::http_component::body::{GuardedBody, ResponseBody, RunFailed, text};
-use crate::http_component::task_count::TaskCount;
 use crate::http_component::world::HttpWorld;
 use crate::sandbox::deadline;
 use crate::sandbox::policy::outgoing_http::HasOutgoingHttp;
@@ -28,6 +27,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
+use toolnexus_a2a_protocol::task_count::TaskCount;
 use toolnexus_core::{Limit, StoreError};
 use wasmtime_wasi_http::p2::bindings::http::types::{ErrorCode, Scheme};
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;

@@ -22,7 +22,6 @@
 //! - [`body`]: the guard on the component's response body;
 //! - [`request_body`]: the request body, held to the server's body timeout;
 //! - [`server`]: the accept loop, connection limits and the graceful stop;
-//! - [`task_count`]: counting what a stop waits for.
 
 mod admission;
 mod body;
@@ -31,7 +30,6 @@ mod handler;
 mod options;
 mod request_body;
 mod server;
-mod task_count;
 mod world;
 
 pub use body::{BoxError, ResponseBody};

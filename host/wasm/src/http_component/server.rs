@@ -19,7 +19,6 @@
 
 use crate::http_component::handler::HttpComponent;
 use crate::http_component::request_body::TimedBody;
-use crate::http_component::task_count::TaskCount;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -34,6 +33,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Semaphore, watch};
 use tokio::time::Instant;
+use toolnexus_a2a_protocol::task_count::TaskCount;
 
 const TARGET: &str = "toolnexus::http_component";
 

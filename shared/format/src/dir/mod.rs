@@ -332,6 +332,43 @@ impl DirStore {
         })
     }
 
+    /// How many Task files the directory holds and their bytes, from one pass over its
+    /// entries' metadata (no Task is read or checked, unlike a listing). A file removed
+    /// meanwhile is left out; a directory not made yet holds nothing.
+    pub fn usage(&self) -> Result<(u64, u64), DirError> {
+        let io = |source| DirError::Io {
+            op: "usage",
+            file: self.root.clone(),
+            source,
+        };
+        let entries = match fs::read_dir(&self.root) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((0, 0)),
+            Err(e) => return Err(io(e)),
+        };
+        let (mut tasks, mut bytes) = (0u64, 0u64);
+        for entry in entries {
+            let entry = entry.map_err(io)?;
+            if !entry
+                .file_name()
+                .to_str()
+                .is_some_and(id::is_task_file_name)
+            {
+                continue;
+            }
+            match entry.metadata() {
+                Ok(meta) if meta.is_file() => {
+                    tasks += 1;
+                    bytes += meta.len();
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(e)),
+            }
+        }
+        Ok((tasks, bytes))
+    }
+
     /// Removes the Task with this id: `true` if there was one. Takes the Task's lock, so it
     /// never interleaves with a save of the same id. Then removes the Task's push configs
     /// (whether or not there was a Task), an error if they cannot be.

@@ -53,6 +53,7 @@ pub fn service_with(agent: WasmAgent, agent_limits: AgentLimits) -> Service {
             agent_limits,
             finish_read_to_write_delay: Duration::ZERO,
             push: None,
+            owner_limits: Default::default(),
         },
         Arc::new(TokioSpawn),
     )

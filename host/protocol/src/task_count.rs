@@ -1,5 +1,6 @@
-//! Counting work in progress (connections, handler runs) so that a graceful stop can wait for
-//! it to end.
+//! Counting work in progress (a service's background runs, the requests and connections a
+//! server is handling), so that a graceful stop can wait for it to end. The one counter the
+//! protocol crate, the HTTP server and the component server share.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -7,29 +8,30 @@ use tokio::sync::Notify;
 
 /// How many of something are in progress; [`TaskCount::idle`] waits for none.
 #[derive(Debug, Default)]
-pub(crate) struct TaskCount {
+pub struct TaskCount {
     running: AtomicUsize,
     ended: Notify,
 }
 
 /// One piece of work in progress, counted until dropped.
-pub(crate) struct Running(Arc<TaskCount>);
+pub struct Running(Arc<TaskCount>);
 
 impl TaskCount {
-    pub(crate) fn start(self: &Arc<Self>) -> Running {
+    pub fn start(self: &Arc<Self>) -> Running {
         self.running.fetch_add(1, Ordering::AcqRel);
         Running(Arc::clone(self))
     }
 
-    pub(crate) fn running(&self) -> usize {
+    pub fn running(&self) -> usize {
         self.running.load(Ordering::Acquire)
     }
 
     /// Ready once nothing is in progress.
-    pub(crate) async fn idle(&self) {
+    pub async fn idle(&self) {
         loop {
             let ended = self.ended.notified();
             tokio::pin!(ended);
+            // Registered before the count is read: an end between the two is not missed.
             ended.as_mut().enable();
             if self.running() == 0 {
                 return;
