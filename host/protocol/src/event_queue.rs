@@ -7,14 +7,13 @@
 //! gets [`Recv::Cut`]; it can subscribe again and gets the Task as it is, then the events
 //! after. Hand-written because the bound is in bytes, which no channel crate counts.
 
-use crate::live_events::Event;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 /// What a reader gets.
-pub(crate) enum Recv {
-    Event(Event),
+pub(crate) enum Recv<T> {
+    Event(T),
     /// The run's events are over (after every event queued).
     Closed,
     /// The reader fell more than the bound behind; its queue was dropped.
@@ -22,27 +21,27 @@ pub(crate) enum Recv {
 }
 
 /// The publisher's end of one subscriber's queue.
-pub(crate) struct QueueSender(Arc<Shared>);
+pub(crate) struct QueueSender<T>(Arc<Shared<T>>);
 
 /// The subscriber's end.
-pub(crate) struct QueueReceiver(Arc<Shared>);
+pub(crate) struct QueueReceiver<T>(Arc<Shared<T>>);
 
-struct Shared {
-    state: Mutex<State>,
+struct Shared<T> {
+    state: Mutex<State<T>>,
     /// Woken on each push, cut or close.
     changed: Notify,
 }
 
-struct State {
+struct State<T> {
     /// Each event with the bytes it is counted for.
-    events: VecDeque<(Event, usize)>,
+    events: VecDeque<(T, usize)>,
     bytes: usize,
     cut: bool,
     closed: bool,
 }
 
 /// A new queue.
-pub(crate) fn queue() -> (QueueSender, QueueReceiver) {
+pub(crate) fn queue<T>() -> (QueueSender<T>, QueueReceiver<T>) {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
             events: VecDeque::new(),
@@ -55,18 +54,18 @@ pub(crate) fn queue() -> (QueueSender, QueueReceiver) {
     (QueueSender(Arc::clone(&shared)), QueueReceiver(shared))
 }
 
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+impl<T> Shared<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State<T>> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-impl QueueSender {
+impl<T> QueueSender<T> {
     /// Queues `event`, counted as `bytes`, unless that takes the unread events over
     /// `max_bytes` (the reader is then cut: `false`, and this sender is done with). An event
     /// always fits an empty queue, so a reader that keeps up is never cut, whatever the size
     /// of one event.
-    pub(crate) fn push(&self, event: Event, bytes: usize, max_bytes: usize) -> bool {
+    pub(crate) fn push(&self, event: T, bytes: usize, max_bytes: usize) -> bool {
         let mut state = self.0.lock();
         if state.cut || state.closed {
             return false;
@@ -97,16 +96,16 @@ impl QueueSender {
     }
 }
 
-impl Drop for QueueSender {
+impl<T> Drop for QueueSender<T> {
     fn drop(&mut self) {
         self.close();
     }
 }
 
-impl QueueReceiver {
+impl<T> QueueReceiver<T> {
     /// The next event, or why there is none. Cancel-safe: an event is taken only when this
     /// returns it.
-    pub(crate) async fn recv(&mut self) -> Recv {
+    pub(crate) async fn recv(&mut self) -> Recv<T> {
         loop {
             let notified = self.0.changed.notified();
             {
@@ -132,15 +131,10 @@ impl QueueReceiver {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
-    fn event(n: u64) -> Event {
-        Event::Message(json!(n))
-    }
-
-    fn number(recv: Recv) -> Option<u64> {
+    fn number(recv: Recv<u64>) -> Option<u64> {
         match recv {
-            Recv::Event(Event::Message(n)) => n.as_u64(),
+            Recv::Event(n) => Some(n),
             _ => None,
         }
     }
@@ -149,10 +143,10 @@ mod tests {
     async fn a_reader_that_keeps_up_gets_every_event_then_the_close() {
         let (tx, mut rx) = queue();
         for n in 0..3 {
-            assert!(tx.push(event(n), 10, 25));
+            assert!(tx.push(n, 10, 25));
             assert_eq!(number(rx.recv().await), Some(n));
         }
-        assert!(tx.push(event(9), 1000, 25), "one event fits an empty queue");
+        assert!(tx.push(9, 1000, 25), "one event fits an empty queue");
         tx.close();
         assert_eq!(number(rx.recv().await), Some(9));
         assert!(matches!(rx.recv().await, Recv::Closed));
@@ -161,10 +155,10 @@ mod tests {
     #[tokio::test]
     async fn a_reader_that_falls_behind_is_cut_and_its_queue_freed() {
         let (tx, mut rx) = queue();
-        assert!(tx.push(event(0), 10, 25));
-        assert!(tx.push(event(1), 10, 25));
-        assert!(!tx.push(event(2), 10, 25), "the third would pass 25 bytes");
-        assert!(!tx.push(event(3), 1, 25), "a cut reader gets nothing more");
+        assert!(tx.push(0, 10, 25));
+        assert!(tx.push(1, 10, 25));
+        assert!(!tx.push(2, 10, 25), "the third would pass 25 bytes");
+        assert!(!tx.push(3, 1, 25), "a cut reader gets nothing more");
         assert!(matches!(rx.recv().await, Recv::Cut));
         assert!(!tx.is_abandoned());
         drop(rx);

@@ -17,6 +17,7 @@
 //! so the same core can later run inside a WebAssembly component.
 
 pub mod agent;
+mod agent_limits;
 mod agent_run;
 mod answer;
 mod background_work;
@@ -54,13 +55,13 @@ pub use agent::{
     Agent, Artifact, EchoAgent, EmitError, Message, Metadata, Outcome, Part, PartContent, Request,
     Role, Updater, Work,
 };
+pub use agent_limits::AgentLimits;
 pub use call::{Call, ListParams, Parsed, SendParams};
 pub use error::{A2aError, ErrorKind, codes};
 pub use owner_limits::OwnerLimits;
 pub use push::PushNotifier;
 pub use push_call::{PushAuthentication, PushCall, PushConfigInput};
 pub use run_stop::RUN_STOPPED_MESSAGE;
-pub use run_updates::AgentLimits;
 pub use service::{
     Answer, Scope, Service, ServiceConfig, SingleStore, Spawn, Stores, Subscription,
 };

@@ -71,7 +71,7 @@ struct Latest {
     /// The Task as saved with the last event published.
     task: Value,
     /// Each attached subscriber's queue.
-    subscribers: Vec<QueueSender>,
+    subscribers: Vec<QueueSender<Event>>,
 }
 
 impl TaskEvents {
@@ -116,7 +116,7 @@ impl TaskEvents {
     }
 
     /// The Task as of the last event, and a receiver of every later one.
-    pub(crate) fn attach(&self) -> (Value, QueueReceiver) {
+    pub(crate) fn attach(&self) -> (Value, QueueReceiver<Event>) {
         let (sender, receiver) = queue();
         let mut latest = self.lock();
         latest.subscribers.push(sender);

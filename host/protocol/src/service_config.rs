@@ -2,9 +2,9 @@
 //! executor for background work ([`Spawn`]).
 
 use crate::agent::Agent;
+use crate::agent_limits::AgentLimits;
 use crate::owner_limits::OwnerLimits;
 use crate::push::PushNotifier;
-use crate::run_updates::AgentLimits;
 use futures_util::future::BoxFuture;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -35,7 +35,7 @@ pub struct Subscription {
     done: bool,
     end_on_interrupt: bool,
     /// The run's events, while it runs here.
-    live: Option<QueueReceiver>,
+    live: Option<QueueReceiver<Event>>,
     /// Read the store before waiting (the run's events just ended).
     read_now: bool,
     /// Counts this stream against its owner's and its Task's bounds while it lives (boxed:
@@ -50,7 +50,7 @@ impl Subscription {
         id: String,
         version: Version,
         saves: SaveListener,
-        (snapshot, live, slot): (Value, Option<QueueReceiver>, StreamSlot),
+        (snapshot, live, slot): (Value, Option<QueueReceiver<Event>>, StreamSlot),
         end_on_interrupt: bool,
     ) -> Self {
         let mut pending = VecDeque::new();
