@@ -71,6 +71,7 @@ impl PushSender {
             shared: Arc::clone(&shared),
             lanes: Arc::clone(&lanes),
             order: Arc::new(QueueOrder::default()),
+            in_progress: Arc::default(),
         };
         if !pending.is_empty() {
             tracing::warn!(

@@ -13,7 +13,7 @@ use crate::shared::Shared;
 use crate::url_policy::destination_of;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use toolnexus_core::{PushConfig, Task, task_state};
 
 /// The parts of a sender that queue deliveries.
@@ -22,6 +22,24 @@ pub struct Saves {
     pub shared: Arc<Shared>,
     pub lanes: Arc<Lanes>,
     pub order: Arc<QueueOrder>,
+    /// What [`saving`](Saves::saving) found for a save in progress, by namespace and Task: the
+    /// Task's configs (so the save's end does not list them again) and whether an intent was
+    /// written (so a save of a Task without configs touches no file at its end). A Task's
+    /// saves are one at a time (the service holds its lock from `saving` to the end).
+    pub in_progress: Arc<Mutex<HashMap<SaveKey, Listed>>>,
+}
+
+/// A save in progress: its namespace and Task id.
+pub type SaveKey = (Option<String>, String);
+
+/// What [`Saves::saving`] found.
+pub struct Listed {
+    configs: Vec<PushConfig>,
+    intent: bool,
+}
+
+fn key(namespace: Option<&str>, task_id: &str) -> SaveKey {
+    (namespace.map(str::to_owned), task_id.to_owned())
 }
 
 /// How a namespace reads in a log line.
@@ -60,13 +78,23 @@ impl Saves {
         if !self.shared.outbox.is_durable() {
             return;
         }
-        match self.configs(namespace, task_id).await {
-            Ok(configs) if configs.is_empty() => return,
-            Ok(_) => {}
+        let configs = match self.configs(namespace, task_id).await {
+            Ok(configs) => configs,
             Err(why) => {
                 tracing::warn!("push: intent to save task {task_id:?} not recorded: {why}");
                 return;
             }
+        };
+        let has_configs = !configs.is_empty();
+        self.lock_in_progress().insert(
+            key(namespace, task_id),
+            Listed {
+                configs,
+                intent: has_configs,
+            },
+        );
+        if !has_configs {
+            return;
         }
         let intent = Intent {
             namespace: namespace.map(str::to_owned),
@@ -90,8 +118,19 @@ impl Saves {
         }
     }
 
+    fn lock_in_progress(&self) -> std::sync::MutexGuard<'_, HashMap<SaveKey, Listed>> {
+        self.in_progress.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// A save of Task `task_id` did not happen after all: its intent goes.
     pub fn not_saved(&self, namespace: Option<&str>, task_id: &str) {
+        let listed = self.lock_in_progress().remove(&key(namespace, task_id));
+        if listed.is_some_and(|listed| listed.intent) {
+            self.forget_intent(namespace, task_id);
+        }
+    }
+
+    fn forget_intent(&self, namespace: Option<&str>, task_id: &str) {
         self.shared.outbox.forget_intent(&Intent {
             namespace: namespace.map(str::to_owned),
             task_id: task_id.to_owned(),
@@ -108,8 +147,13 @@ impl Saves {
             eprintln!("push: aborting after the save of a {state} Task, as asked");
             std::process::abort();
         }
+        let listed = self.lock_in_progress().remove(&key(namespace, task.id()));
+        let intent = listed.as_ref().is_some_and(|listed| listed.intent);
         let queued = async {
-            let configs = self.configs(namespace, task.id()).await?;
+            let configs = match listed {
+                Some(listed) => listed.configs,
+                None => self.configs(namespace, task.id()).await?,
+            };
             if configs.is_empty() {
                 return Ok(());
             }
@@ -117,7 +161,8 @@ impl Saves {
             self.queue(namespace, task, configs, |_| false, false).await
         };
         match queued.await {
-            Ok(()) => self.not_saved(namespace, task.id()),
+            Ok(()) if intent => self.forget_intent(namespace, task.id()),
+            Ok(()) => {}
             // The intent stays: the next start queues the Task's latest state.
             Err(why) => tracing::warn!(
                 "push notifications of task {:?}: {why}; with an outbox on disk, the next start \
