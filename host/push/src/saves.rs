@@ -22,21 +22,15 @@ pub struct Saves {
     pub shared: Arc<Shared>,
     pub lanes: Arc<Lanes>,
     pub order: Arc<QueueOrder>,
-    /// What [`saving`](Saves::saving) found for a save in progress, by namespace and Task: the
-    /// Task's configs (so the save's end does not list them again) and whether an intent was
-    /// written (so a save of a Task without configs touches no file at its end). A Task's
-    /// saves are one at a time (the service holds its lock from `saving` to the end).
-    pub in_progress: Arc<Mutex<HashMap<SaveKey, Listed>>>,
+    /// The configs [`saving`](Saves::saving) found for a save in progress, by namespace and
+    /// Task, so the save's end does not list them again; an intent was written exactly when
+    /// there are some, so a save of a Task without configs touches no file at its end. A
+    /// Task's saves are one at a time (the service holds its lock from `saving` to the end).
+    pub in_progress: Arc<Mutex<HashMap<SaveKey, Vec<PushConfig>>>>,
 }
 
 /// A save in progress: its namespace and Task id.
 pub type SaveKey = (Option<String>, String);
-
-/// What [`Saves::saving`] found.
-pub struct Listed {
-    configs: Vec<PushConfig>,
-    intent: bool,
-}
 
 fn key(namespace: Option<&str>, task_id: &str) -> SaveKey {
     (namespace.map(str::to_owned), task_id.to_owned())
@@ -86,13 +80,8 @@ impl Saves {
             }
         };
         let has_configs = !configs.is_empty();
-        self.lock_in_progress().insert(
-            key(namespace, task_id),
-            Listed {
-                configs,
-                intent: has_configs,
-            },
-        );
+        self.lock_in_progress()
+            .insert(key(namespace, task_id), configs);
         if !has_configs {
             return;
         }
@@ -118,14 +107,14 @@ impl Saves {
         }
     }
 
-    fn lock_in_progress(&self) -> std::sync::MutexGuard<'_, HashMap<SaveKey, Listed>> {
+    fn lock_in_progress(&self) -> std::sync::MutexGuard<'_, HashMap<SaveKey, Vec<PushConfig>>> {
         self.in_progress.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// A save of Task `task_id` did not happen after all: its intent goes.
     pub fn not_saved(&self, namespace: Option<&str>, task_id: &str) {
         let listed = self.lock_in_progress().remove(&key(namespace, task_id));
-        if listed.is_some_and(|listed| listed.intent) {
+        if listed.is_some_and(|configs| !configs.is_empty()) {
             self.forget_intent(namespace, task_id);
         }
     }
@@ -148,10 +137,10 @@ impl Saves {
             std::process::abort();
         }
         let listed = self.lock_in_progress().remove(&key(namespace, task.id()));
-        let intent = listed.as_ref().is_some_and(|listed| listed.intent);
+        let intent = listed.as_ref().is_some_and(|configs| !configs.is_empty());
         let queued = async {
             let configs = match listed {
-                Some(listed) => listed.configs,
+                Some(configs) => configs,
                 None => self.configs(namespace, task.id()).await?,
             };
             if configs.is_empty() {
