@@ -11,7 +11,7 @@
 use crate::bindings::toolnexus::a2a::agent;
 use crate::bindings::toolnexus::a2a_server::run;
 use crate::convert::{artifact_from_wit, message_from_wit, outcome_from_wit, request_to_wit};
-use toolnexus_a2a_protocol::{Agent, EmitError, Outcome, Work};
+use toolnexus_a2a_protocol::{Agent, CanceledTask, EmitError, Outcome, Work};
 
 /// The agent component this component was composed with.
 pub struct ImportedAgent;
@@ -51,7 +51,9 @@ impl Agent for ImportedAgent {
         outcome_from_wit(outcome)
     }
 
-    async fn cancel(&self, task_id: &str, context_id: &str) {
-        agent::cancel(task_id, context_id);
+    /// The composed agent exports `agent` only (what composition can rely on), so it is told of
+    /// a cancel without the owner and tenant (`scoped-cancel` is for the native host).
+    async fn cancel(&self, task: &CanceledTask) {
+        agent::cancel(&task.task_id, &task.context_id);
     }
 }

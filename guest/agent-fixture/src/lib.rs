@@ -1,4 +1,4 @@
-//! `agent-fixture`: an agent component (world `toolnexus:a2a/configurable-agent`) whose
+//! `agent-fixture`: an agent component (world `toolnexus:a2a/any-agent`: every export) whose
 //! behaviour the text of the request's message picks, for the host's tests
 //! (`host/wasm/tests/all/agents*.rs`). Commands, `name` or `name:argument`:
 //!
@@ -25,6 +25,9 @@
 //! - `bad-outcome-metadata`: `completed` with a message whose metadata is not JSON.
 //! - `wait-cancel`: waits until `is-canceled` says the Task was canceled, then `completed`
 //!   (which the host ignores).
+//! - `canceled`: `completed`, its message every cancel this instance was told of through
+//!   `scoped-cancel` (`task=… context=… owner=… tenant=…`, `;`-separated); `agent.cancel`,
+//!   which the host no longer calls when `scoped-cancel` is exported, adds `unscoped task=…`.
 //!
 //! - `fetch:URL`: one GET through `wasi:http`; `completed` with `status N`, or `failed` with
 //!   the host's error (`HttpRequestDenied`, …).
@@ -37,11 +40,12 @@
 
 wit_bindgen::generate!({
     path: "../../wit/a2a",
-    world: "configurable-agent",
+    world: "any-agent",
 });
 
 use exports::toolnexus::a2a::agent::Guest as AgentGuest;
 use exports::toolnexus::a2a::config::Guest as ConfigGuest;
+use exports::toolnexus::a2a::scoped_cancel::{CanceledTask, Guest as ScopedCancelGuest};
 mod fetch;
 
 use std::sync::Mutex;
@@ -55,6 +59,25 @@ use toolnexus::a2a::types::{
 static REMEMBERED: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
 
 static SETTINGS: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+
+/// The cancels this instance was told of, for `canceled`.
+static CANCELS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn told_of_cancel(what: String) {
+    CANCELS.lock().unwrap_or_else(|e| e.into_inner()).push(what);
+}
+
+impl ScopedCancelGuest for Fixture {
+    fn cancel(task: CanceledTask) {
+        told_of_cancel(format!(
+            "task={} context={} owner={} tenant={}",
+            task.task_id,
+            task.context_id,
+            task.owner.as_deref().unwrap_or("-"),
+            task.tenant.as_deref().unwrap_or("-")
+        ));
+    }
+}
 
 struct Fixture;
 
@@ -142,6 +165,10 @@ impl AgentGuest for Fixture {
                 message.metadata = Some("not json".into());
                 Outcome::Completed(Some(message))
             }
+            "canceled" => {
+                let cancels = CANCELS.lock().unwrap_or_else(|e| e.into_inner());
+                Outcome::Completed(Some(said(&cancels.join(";"))))
+            }
             "wait-cancel" => {
                 while !task::is_canceled() {
                     std::thread::sleep(std::time::Duration::from_millis(5));
@@ -152,7 +179,9 @@ impl AgentGuest for Fixture {
         }
     }
 
-    fn cancel(_task_id: String, _context_id: String) {}
+    fn cancel(task_id: String, _context_id: String) {
+        told_of_cancel(format!("unscoped task={task_id}"));
+    }
 }
 
 fn updates(rounds: usize) -> Outcome {

@@ -1,9 +1,10 @@
 //! `CancelTask`: the Task saved `canceled` (unless terminal), and its agent, if it runs here,
 //! told to stop.
 
+use crate::agent::CanceledTask;
 use crate::error::{A2aError, ErrorKind};
 use crate::live_events::Event;
-use crate::scope::At;
+use crate::scope::{At, Scope};
 use crate::service_state::ServiceState;
 use crate::task_json::with_status;
 use crate::wire::{Version, task_out};
@@ -17,6 +18,7 @@ impl ServiceState {
     pub(crate) async fn cancel(
         &self,
         at: &At,
+        scope: &Scope,
         id: &str,
         version: Version,
     ) -> Result<Value, A2aError> {
@@ -48,16 +50,18 @@ impl ServiceState {
             }
             // The agent may release what it holds elsewhere; the Task stays canceled.
             let agent = Arc::clone(&self.config.agent);
-            let (task_id, context_id) = (
-                id.to_owned(),
-                canceled
+            let task = CanceledTask {
+                task_id: id.to_owned(),
+                context_id: canceled
                     .get("contextId")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
-            );
+                owner: scope.owner.clone(),
+                tenant: scope.tenant.clone(),
+            };
             self.spawn.spawn(Box::pin(async move {
-                agent.cancel(&task_id, &context_id).await;
+                agent.cancel(&task).await;
             }));
         }
         let canceled =

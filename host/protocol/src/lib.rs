@@ -52,8 +52,8 @@ mod task_json;
 pub mod wire;
 
 pub use agent::{
-    Agent, Artifact, EchoAgent, EmitError, Message, Metadata, Outcome, Part, PartContent, Request,
-    Role, Updater, Work,
+    Agent, Artifact, CanceledTask, EchoAgent, EmitError, Message, Metadata, Outcome, Part,
+    PartContent, Request, Role, Updater, Work,
 };
 pub use agent_limits::AgentLimits;
 pub use call::{Call, ListParams, Parsed, SendParams};
@@ -63,6 +63,6 @@ pub use push::PushNotifier;
 pub use push_call::{PushAuthentication, PushCall, PushConfigInput};
 pub use run_stop::RUN_STOPPED_MESSAGE;
 pub use service::{
-    Answer, Scope, Service, ServiceConfig, SingleStore, Spawn, Stores, Subscription,
+    Answer, MemoryStores, Scope, Service, ServiceConfig, SingleStore, Spawn, Stores, Subscription,
 };
 pub use wire::Version;

@@ -1,8 +1,9 @@
 //! Which store a request reaches: its [`Scope`] (tenant and owner) names a namespace, and the
 //! host's [`Stores`] gives the namespace's store.
 
-use std::sync::Arc;
-use toolnexus_core::{StoreError, TaskStore};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use toolnexus_core::{InMemoryTaskStore, StoreError, TaskStore};
 
 /// Who is asking, and in which tenant: together they pick the store namespace.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -64,5 +65,21 @@ impl At {
     /// The namespace as [`Scope::namespace`] gave it (`None`: the root store).
     pub(crate) fn namespace(&self) -> Option<&str> {
         (!self.ns.is_empty()).then_some(self.ns.as_str())
+    }
+}
+
+/// A memory store per namespace, the root included, each made at its first use: for a server
+/// whose Tasks need not outlive it, and for tests.
+#[derive(Default)]
+pub struct MemoryStores(Mutex<HashMap<String, Arc<InMemoryTaskStore>>>);
+
+#[async_trait::async_trait]
+impl Stores for MemoryStores {
+    async fn store(&self, namespace: Option<&str>) -> Result<Arc<dyn TaskStore>, StoreError> {
+        let mut stores = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let store = stores
+            .entry(namespace.unwrap_or("").to_owned())
+            .or_default();
+        Ok(Arc::clone(store) as Arc<dyn TaskStore>)
     }
 }

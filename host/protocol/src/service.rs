@@ -18,7 +18,7 @@ use serde_json::json;
 use std::sync::Arc;
 
 pub use crate::answer::Answer;
-pub use crate::scope::{Scope, SingleStore, Stores};
+pub use crate::scope::{MemoryStores, Scope, SingleStore, Stores};
 pub use crate::service_config::{ServiceConfig, Spawn};
 pub use crate::subscription::Subscription;
 pub use crate::task_json::{new_id, now, with_status};
@@ -124,7 +124,10 @@ impl Service {
                 )))
             }
             Call::List(params) => inner.list(&at, params, version).await.map(Answer::Value),
-            Call::Cancel { id } => inner.cancel(&at, &id, version).await.map(Answer::Value),
+            Call::Cancel { id } => inner
+                .cancel(&at, scope, &id, version)
+                .await
+                .map(Answer::Value),
             Call::Subscribe { id } => inner.subscribe(&at, &id, version).await.map(Answer::Stream),
             Call::Delete { id } => {
                 if at.store.delete(&id).await? {

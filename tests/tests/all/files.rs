@@ -338,3 +338,58 @@ fn the_native_store_works_on_every_kind_of_runtime() {
         .unwrap();
     drop(store);
 }
+
+/// A listing by the component while another writer removes files: each file that vanishes
+/// between the host's directory read and its look at the entry is left out of the page, never
+/// an error that fails the whole walk (recovery at start walks the store beside live writers).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_component_lists_while_another_writer_removes_files() {
+    const TASKS: usize = 1500;
+    let dir = tempfile::tempdir().unwrap();
+    let writer: Arc<dyn TaskStore> = Arc::new(
+        FileTaskStore::with_durability(dir.path(), toolnexus::Durability::Relaxed).unwrap(),
+    );
+    let lister = component(dir.path());
+    for round in 0..4 {
+        for n in 0..TASKS {
+            let id = format!("t{round}-{n}");
+            writer
+                .save(&task(json!({"id": id, "status": {"state": "working"}})))
+                .await
+                .unwrap();
+        }
+        // The files in the order the directory gives them: each is removed after the listing
+        // has read its name, as often as not before the listing looks at it.
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect();
+        let removing = std::thread::spawn(move || {
+            for path in names {
+                let _ = fs::remove_file(path);
+            }
+        });
+        let mut listings = 0;
+        while !removing.is_finished() || listings == 0 {
+            let page = lister.list(&Default::default()).await;
+            assert!(
+                page.is_ok(),
+                "round {round}, listing {listings}: a listing failed while files were being \
+                 removed: {:?}",
+                page.err()
+            );
+            listings += 1;
+        }
+        removing.join().unwrap();
+        assert!(
+            lister
+                .list(&Default::default())
+                .await
+                .unwrap()
+                .tasks
+                .is_empty(),
+            "every Task file was removed"
+        );
+    }
+}

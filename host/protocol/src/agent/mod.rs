@@ -14,7 +14,7 @@ mod wit_conversions;
 
 pub use echo::{ASK_PREFIX, ECHO_QUESTION, EchoAgent, echo_artifact_id, pieces};
 pub use model::{Artifact, Message, Metadata, Part, PartContent, Role};
-pub use request::Request;
+pub use request::{CanceledTask, Request};
 
 use crate::wire::message_text;
 use serde_json::Value;
@@ -236,8 +236,8 @@ pub trait Agent: Send + Sync {
     async fn run(&self, work: &mut Work) -> Result<Outcome, String>;
 
     /// Called after a client canceled a Task (saved `canceled`), so the agent can release
-    /// what it holds outside. The default does nothing.
-    async fn cancel(&self, _task_id: &str, _context_id: &str) {}
+    /// what it holds outside for it. The default does nothing.
+    async fn cancel(&self, _task: &CanceledTask) {}
 
     /// Whether this agent picks up, by itself, the Tasks a previous run of the server left
     /// `submitted` or `working` (after a crash, say). If it says so, the startup recovery

@@ -27,3 +27,20 @@ pub struct Request {
     /// URIs of the extensions the client asked for (the `A2A-Extensions` header).
     pub extensions: Vec<String>,
 }
+
+/// A Task a client canceled, as [`Agent::cancel`](crate::Agent::cancel) is told of it: its ids
+/// and whose it is. An agent that keys what it holds outside by something a client chose (the
+/// context id) checks that key against [`CanceledTask::owner`] and [`CanceledTask::tenant`]
+/// before releasing anything: two owners may choose the same context id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CanceledTask {
+    /// The Task's id.
+    pub task_id: String,
+    /// The Task's context id.
+    pub context_id: String,
+    /// The caller who canceled it, as the server authenticated them: the Task's owner, since
+    /// only its owner can reach it (`None` without authentication).
+    pub owner: Option<String>,
+    /// The tenant the cancel named (`None`: the default namespace).
+    pub tenant: Option<String>,
+}

@@ -3,7 +3,7 @@
 //! pool, under the run's deadline; the run's [`Updater`] is reachable from the `task` import
 //! for that call only.
 
-use crate::agent::contract::AgentApi;
+use crate::agent::contract::{AgentApi, WitCanceledTask};
 use crate::agent::convert::{outcome_from_wit, request_to_wit};
 use crate::agent::world::AgentWorld;
 use crate::sandbox::call::{BoxFuture, Op, Run};
@@ -12,7 +12,7 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use toolnexus_a2a_protocol::{Agent, Outcome, Work};
+use toolnexus_a2a_protocol::{Agent, CanceledTask, Outcome, Work};
 use toolnexus_core::{Limit, StoreError};
 
 /// An agent component run by wasmtime, behind the [`Agent`] trait.
@@ -157,16 +157,25 @@ impl Agent for WasmAgent {
         outcome_from_wit(outcome).map_err(|e| format!("agent {}: {e}", self.name))
     }
 
-    async fn cancel(&self, task_id: &str, context_id: &str) {
-        let (task_id, context_id) = (task_id.to_owned(), context_id.to_owned());
+    async fn cancel(&self, task: &CanceledTask) {
+        let task = WitCanceledTask {
+            task_id: task.task_id.clone(),
+            context_id: task.context_id.clone(),
+            owner: task.owner.clone(),
+            tenant: task.tenant.clone(),
+        };
         let cancel = op(move |instance| {
-            let (task_id, context_id) = (task_id.clone(), context_id.clone());
+            let task = task.clone();
             Box::pin(async move {
-                instance
-                    .api
-                    .agent
-                    .call_cancel(&mut instance.store, &task_id, &context_id)
-                    .await
+                let api = &instance.api;
+                match &api.scoped_cancel {
+                    Some(scoped) => scoped.call_cancel(&mut instance.store, &task).await,
+                    None => {
+                        api.agent
+                            .call_cancel(&mut instance.store, &task.task_id, &task.context_id)
+                            .await
+                    }
+                }
             })
         });
         let call = self

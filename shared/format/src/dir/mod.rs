@@ -282,22 +282,13 @@ impl DirStore {
     /// that cannot be read as a Task is an error naming it, never silently left out.
     pub fn list_texts(&self, query: &ListQuery) -> Result<TextPage, DirError> {
         let mut page = PageCollector::new(query).map_err(DirError::InvalidQuery)?;
-        let entries = fs::read_dir(&self.root).map_err(|source| DirError::Io {
+        let names = platform::read_names(&self.root).map_err(|source| DirError::Io {
             op: "list",
             file: self.root.clone(),
             source,
         })?;
-        for entry in entries {
-            let entry = entry.map_err(|source| DirError::Io {
-                op: "list",
-                file: self.root.clone(),
-                source,
-            })?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str().filter(|n| id::is_task_file_name(n)) else {
-                continue;
-            };
-            let path = entry.path();
+        for name in names.iter().filter(|n| id::is_task_file_name(n)) {
+            let path = self.root.join(name);
             let Some((text, _)) = read::read_text(&path)? else {
                 continue;
             }; // deleted meanwhile
@@ -307,7 +298,7 @@ impl DirStore {
             };
             let (stored_id, head) =
                 task::check_list_head(&text).map_err(|e| corrupt(e.to_string()))?;
-            if id::encode_id(&stored_id).ok().as_deref() != Some(name) {
+            if id::encode_id(&stored_id).ok().as_deref() != Some(name.as_str()) {
                 return Err(corrupt(format!(
                     "holds task {stored_id:?}, which belongs in another file"
                 )));
@@ -341,22 +332,14 @@ impl DirStore {
             file: self.root.clone(),
             source,
         };
-        let entries = match fs::read_dir(&self.root) {
-            Ok(entries) => entries,
+        let names = match platform::read_names(&self.root) {
+            Ok(names) => names,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((0, 0)),
             Err(e) => return Err(io(e)),
         };
         let (mut tasks, mut bytes) = (0u64, 0u64);
-        for entry in entries {
-            let entry = entry.map_err(io)?;
-            if !entry
-                .file_name()
-                .to_str()
-                .is_some_and(id::is_task_file_name)
-            {
-                continue;
-            }
-            match entry.metadata() {
+        for name in names.iter().filter(|n| id::is_task_file_name(n)) {
+            match fs::symlink_metadata(self.root.join(name)) {
                 Ok(meta) if meta.is_file() => {
                     tasks += 1;
                     bytes += meta.len();
@@ -628,24 +611,20 @@ impl DirStore {
     /// Task; the next save of its Task breaks it.
     /// Returns how many temp files were removed; errors on single entries are skipped.
     pub fn sweep_temp_files(&self, older_than: Duration) -> Result<usize, DirError> {
-        let entries = fs::read_dir(&self.root).map_err(|source| DirError::Io {
+        let names = platform::read_names(&self.root).map_err(|source| DirError::Io {
             op: "list",
             file: self.root.clone(),
             source,
         })?;
         let now = SystemTime::now();
         let mut removed = 0;
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                continue;
-            };
+        for name in &names {
             if name.starts_with(".~") && name.ends_with(".l") {
                 continue;
             }
             // Anything else that is not a temp file stays: Task files, version records, the
             // `.push` directory (swept below) and foreign files.
-            if temp::remove_if_stale_temp(&entry, older_than, now) {
+            if temp::remove_if_stale_temp(&self.root, name, older_than, now) {
                 removed += 1;
             }
         }

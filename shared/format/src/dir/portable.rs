@@ -6,7 +6,7 @@
 use super::stat::{Fenced, LockLook, Refused, Seen, Stamp};
 pub(super) use super::std_meta::Opened;
 use super::std_meta::{kind_of, set_modified_after};
-pub(super) use super::std_meta::{stamp_at, stamp_of};
+pub(super) use super::std_meta::{read_names, stamp_at, stamp_of};
 use crate::group::SharedFlush;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Seek, Write};

@@ -99,19 +99,14 @@ impl DirStore {
             file: dir.clone(),
             source,
         };
-        let entries = match fs::read_dir(&dir) {
-            Ok(entries) => entries,
+        let names = match platform::read_names(&dir) {
+            Ok(names) => names,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_err(e)),
         };
         let mut configs = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(io_err)?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str().filter(|n| id::is_task_file_name(n)) else {
-                continue;
-            };
-            let file = entry.path();
+        for name in names.iter().filter(|n| id::is_task_file_name(n)) {
+            let file = dir.join(name);
             let Some((text, _)) = read::read_text_capped(&file, MAX_PUSH_CONFIG_BYTES as u64)?
             else {
                 continue; // deleted meanwhile
@@ -174,20 +169,21 @@ impl DirStore {
     /// Removes the temp files older than `older_than` in every Task's config directory (those
     /// of writers that crashed before their rename). Errors on single entries are skipped.
     pub(super) fn sweep_push_temp_files(&self, older_than: Duration, now: SystemTime) -> usize {
-        let Ok(dirs) = fs::read_dir(self.root.join(PUSH_DIR)) else {
+        let push_dir = self.root.join(PUSH_DIR);
+        let Ok(task_dirs) = platform::read_names(&push_dir) else {
             return 0;
         };
         let mut removed = 0;
-        for task_dir in dirs.flatten() {
+        for task_dir in task_dirs.iter().map(|name| push_dir.join(name)) {
             // Never through a link: only the store's own directories are swept.
-            if !task_dir.file_type().is_ok_and(|t| t.is_dir()) {
+            if !fs::symlink_metadata(&task_dir).is_ok_and(|m| m.is_dir()) {
                 continue;
             }
-            let Ok(entries) = fs::read_dir(task_dir.path()) else {
+            let Ok(names) = platform::read_names(&task_dir) else {
                 continue;
             };
-            for entry in entries.flatten() {
-                if temp::remove_if_stale_temp(&entry, older_than, now) {
+            for name in &names {
+                if temp::remove_if_stale_temp(&task_dir, name, older_than, now) {
                     removed += 1;
                 }
             }

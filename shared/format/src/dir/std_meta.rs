@@ -72,3 +72,15 @@ impl Opened {
         Ok(bytes)
     }
 }
+
+/// The names in the directory `dir` (a name that is not UTF-8 is left out: no file the store
+/// writes has one).
+pub(super) fn read_names(dir: &Path) -> io::Result<Vec<String>> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        if let Ok(name) = entry?.file_name().into_string() {
+            names.push(name);
+        }
+    }
+    Ok(names)
+}

@@ -79,23 +79,20 @@ pub(super) fn replace_by_temp(
 /// `older_than` before `now`: a leftover of a writer that crashed before its rename (a younger
 /// one may belong to a live writer). Whether it was removed.
 pub(super) fn remove_if_stale_temp(
-    entry: &fs::DirEntry,
+    dir: &Path,
+    name: &str,
     older_than: Duration,
     now: SystemTime,
 ) -> bool {
-    if !entry
-        .file_name()
-        .to_str()
-        .is_some_and(|name| name.starts_with(TEMP_PREFIX))
-    {
+    if !name.starts_with(TEMP_PREFIX) {
         return false;
     }
-    let stale = entry
-        .metadata()
+    let path = dir.join(name);
+    let stale = fs::symlink_metadata(&path)
         .and_then(|m| m.modified())
         .map(|modified| now.duration_since(modified).unwrap_or_default() >= older_than)
         .unwrap_or(false);
-    stale && fs::remove_file(entry.path()).is_ok()
+    stale && fs::remove_file(path).is_ok()
 }
 
 /// A new temp file in `dir`, created exclusively under a fresh random name.

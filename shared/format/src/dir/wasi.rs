@@ -238,6 +238,38 @@ pub(super) fn identity_at(path: &Path) -> io::Result<(u64, u64)> {
     })?
 }
 
+/// The names in the directory `path`, by `wasi:filesystem` directly. wasi-libc's `readdir`
+/// also asks the host for each entry's metadata hash (an inode number nothing here reads), and
+/// an entry removed between the directory read and that ask (a writer's temp file renamed, a
+/// Task deleted) fails the walk and ends it. Here such an entry, which a host may also report
+/// as `no-entry` in the stream, is left out: the listing is the one a moment later.
+///
+/// The directory is read through a handle opened for it, the granted one included, as
+/// wasi-libc does (jco's Node.js host answers `bad-descriptor` for reading the granted handle
+/// itself).
+pub(super) fn read_names(path: &Path) -> io::Result<Vec<String>> {
+    beneath(path, |granted, rel| {
+        let dir = granted
+            .open_at(
+                PathFlags::empty(),
+                rel,
+                OpenFlags::DIRECTORY,
+                DescriptorFlags::READ,
+            )
+            .map_err(to_io)?;
+        let entries = dir.read_directory().map_err(to_io)?;
+        let mut names = Vec::new();
+        loop {
+            match entries.read_directory_entry() {
+                Ok(Some(entry)) => names.push(entry.name),
+                Ok(None) => return Ok(names),
+                Err(ErrorCode::NoEntry) => {}
+                Err(code) => return Err(to_io(code)),
+            }
+        }
+    })?
+}
+
 /// Nothing: the host's rename holds the file it replaces open across the rename.
 pub(super) type Held = ();
 

@@ -7,10 +7,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 use toolnexus_a2a_protocol::{
-    Agent, AgentLimits, Answer, Call, Scope, SendParams, Service, ServiceConfig, SingleStore,
+    Agent, AgentLimits, Answer, Call, MemoryStores, Scope, SendParams, Service, ServiceConfig,
     Spawn, Subscription, Version,
 };
-use toolnexus_core::{InMemoryTaskStore, TaskStore};
 use toolnexus_wasm::ComponentSource;
 use toolnexus_wasm::agent::{WasmAgent, WasmAgentBuilder};
 
@@ -38,15 +37,24 @@ pub fn service(agent: WasmAgent) -> Service {
 }
 
 pub fn service_with(agent: WasmAgent, agent_limits: AgentLimits) -> Service {
+    service_for(agent, agent_limits, HashSet::new())
+}
+
+/// [`service`] that also takes requests naming one of `tenants`.
+pub fn service_with_tenants(agent: WasmAgent, tenants: &[&str]) -> Service {
+    let tenants = tenants.iter().map(|t| (*t).to_owned()).collect();
+    service_for(agent, AgentLimits::default(), tenants)
+}
+
+fn service_for(agent: WasmAgent, agent_limits: AgentLimits, tenants: HashSet<String>) -> Service {
     let agent: Arc<dyn Agent> = Arc::new(agent);
-    let store: Arc<dyn TaskStore> = Arc::new(InMemoryTaskStore::new());
     Service::new(
-        Arc::new(SingleStore(store)),
+        Arc::new(MemoryStores::default()),
         ServiceConfig {
             agent,
             max_background_tasks: 64,
             max_list_bytes: 1 << 20,
-            tenants: HashSet::new(),
+            tenants,
             // Long: a wait that had to poll the store would stall the test visibly.
             poll_interval: Duration::from_secs(30),
             output_modes: vec!["text/plain".into()],

@@ -2,7 +2,8 @@
 //! outcome, a direct reply, the request it is given, its settings, a cancel.
 
 use crate::agents::harness::{
-    collect, describe, fixture, get, run, send, send_params, send_value, service, status, stream,
+    collect, describe, fixture, get, run, send, send_params, send_value, service,
+    service_with_tenants, status, stream,
 };
 use serde_json::json;
 use std::time::Duration;
@@ -152,6 +153,51 @@ async fn a_cancel_reaches_the_running_component_and_the_task_stays_canceled() {
         assert_eq!(status(&task).0, "TASK_STATE_COMPLETED");
     }
     assert_eq!(status(&get(&service, &id).await).0, "TASK_STATE_CANCELED");
+}
+
+/// An agent that exports `scoped-cancel` is told whose Task was canceled (the owner and tenant
+/// of the cancel) instead of only its ids, so that it never releases another owner's resources
+/// kept under a context id both chose.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_cancel_tells_a_scoped_agent_whose_task_it_was() {
+    let service = service_with_tenants(fixture().max_instances(1).build().unwrap(), &["acme"]);
+    let scope = Scope {
+        tenant: Some("acme".into()),
+        owner: Some("alice".into()),
+    };
+    let send = Call::Send(send_params("outcome:input-required", false));
+    let sent = match service.call(&scope, send, Version::V1_0).await {
+        Ok(Answer::Value(sent)) => sent,
+        Ok(Answer::Stream(_)) => panic!("a value, not a stream"),
+        Err(e) => panic!("the send is taken: {e}"),
+    };
+    let task = &sent["task"];
+    assert_eq!(status(task).0, "TASK_STATE_INPUT_REQUIRED");
+    let (id, context) = (
+        task["id"].as_str().unwrap(),
+        task["contextId"].as_str().unwrap(),
+    );
+    let cancel = Call::Cancel { id: id.to_owned() };
+    service
+        .call(&scope, cancel, Version::V1_0)
+        .await
+        .expect("canceled");
+    // The agent is told after the cancel is answered, on the one instance there is: ask that
+    // instance until it has been told.
+    let want = format!("task={id} context={context} owner=alice tenant=acme");
+    let deadline = std::time::Instant::now() + EVENT_WAIT;
+    loop {
+        let told = status(&run(&service, "canceled").await).1;
+        if !told.is_empty() {
+            assert_eq!(told, want);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the agent was not told of the cancel"
+        );
+        tokio::task::yield_now().await;
+    }
 }
 
 /// By default an instance serves run after run, and what one run leaves in its linear memory
