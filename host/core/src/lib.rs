@@ -54,7 +54,7 @@ pub use toolnexus_format::Timestamp;
 /// ([`query::PageCollector`]) every built-in store shares.
 pub use toolnexus_format::query;
 pub use toolnexus_format::state;
-pub use transition::{Step, TransitionError, transition};
+pub use transition::{Start, Step, TransitionError, transition, transition_from};
 
 /// Where durable stores keep Tasks when no directory is named: `.toolnexus/tasks` under the
 /// current directory.

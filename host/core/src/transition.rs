@@ -93,15 +93,57 @@ pub async fn transition<E>(
     store: &(impl TaskStore + ?Sized),
     id: &str,
     fallback: Option<&Task>,
-    mut decide: impl FnMut(&Task) -> Result<Step, E>,
+    decide: impl FnMut(&Task) -> Result<Step, E>,
 ) -> Result<Option<Task>, TransitionError<E>> {
+    let start = match fallback {
+        Some(task) => Start::Fallback(task),
+        None => Start::Read,
+    };
+    let saved = transition_from(store, id, start, decide).await?;
+    Ok(saved.map(|(task, _)| task))
+}
+
+/// Where [`transition_from`] starts.
+#[derive(Debug, Clone, Copy)]
+pub enum Start<'a> {
+    /// Read the current version.
+    Read,
+    /// Read the current version; use this Task when the store has none (a Task whose first
+    /// save is still in flight).
+    Fallback(&'a Task),
+    /// The version the caller saved last (the Task, and the version its save returned): the
+    /// first try saves on it without reading, and only a lost race reads.
+    Known(&'a Task, u64),
+}
+
+/// [`transition`] from `start`, also returning the saved version's number (`None` from a
+/// store without versions), for the next transition to start from
+/// ([`Start::Known`]). A writer that alone moves a Task through several versions (an agent's
+/// run) so saves each without reading it first.
+pub async fn transition_from<E>(
+    store: &(impl TaskStore + ?Sized),
+    id: &str,
+    start: Start<'_>,
+    mut decide: impl FnMut(&Task) -> Result<Step, E>,
+) -> Result<Option<(Task, Option<u64>)>, TransitionError<E>> {
+    let fallback = match start {
+        Start::Fallback(task) => Some(task),
+        Start::Read | Start::Known(..) => None,
+    };
+    let mut known = match start {
+        Start::Known(task, version) => Some((task.clone(), version)),
+        Start::Read | Start::Fallback(_) => None,
+    };
     for _ in 0..ATTEMPTS {
-        // Stores with versions: compare-and-set on the version read.
-        let (stored, expect) = match store.get_versioned(id).await {
-            Ok(Some((task, version))) => (Some(task), Some(Expect::Version(version))),
-            Ok(None) => (None, Some(Expect::Absent)),
-            Err(StoreError::Unsupported { .. }) => (store.get(id).await?, None),
-            Err(e) => return Err(e.into()),
+        // Stores with versions: compare-and-set on the version read (or known).
+        let (stored, expect) = match known.take() {
+            Some((task, version)) => (Some(task), Some(Expect::Version(version))),
+            None => match store.get_versioned(id).await {
+                Ok(Some((task, version))) => (Some(task), Some(Expect::Version(version))),
+                Ok(None) => (None, Some(Expect::Absent)),
+                Err(StoreError::Unsupported { .. }) => (store.get(id).await?, None),
+                Err(e) => return Err(e.into()),
+            },
         };
         let Some(current) = stored.as_ref().or(fallback) else {
             return Err(TransitionError::NotFound { id: id.to_owned() });
@@ -112,17 +154,17 @@ pub async fn transition<E>(
         };
         if let Some(expect) = expect {
             match store.save_versioned(&next, expect).await {
-                Ok(_) => return Ok(Some(next)),
+                Ok(version) => return Ok(Some((next, Some(version)))),
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(e.into()),
             }
         }
         match store.save_if(&next, stored.as_ref()).await {
-            Ok(true) => return Ok(Some(next)),
+            Ok(true) => return Ok(Some((next, None))),
             Ok(false) => continue,
             Err(StoreError::Unsupported { .. }) => {
                 store.save(&next).await?;
-                return Ok(Some(next));
+                return Ok(Some((next, None)));
             }
             Err(e) => return Err(e.into()),
         }

@@ -9,7 +9,7 @@ use crate::live_events::{Event, TaskEvents};
 use crate::run_stop::RUN_STOPPED_MESSAGE;
 use crate::run_updates::RunSink;
 use crate::scope::{At, Scope};
-use crate::service_state::ServiceState;
+use crate::service_state::{LastSaved, ServiceState};
 use crate::task_json::with_status;
 use futures_util::FutureExt;
 use serde_json::{Value, json};
@@ -38,6 +38,8 @@ pub(crate) struct RunInput {
     pub(crate) task: Task,
     pub(crate) message: Value,
     pub(crate) context: RunContext,
+    /// The Task as the send saved it, with its version: where the run's saves start from.
+    pub(crate) last_saved: Arc<LastSaved>,
 }
 
 /// How a run ended, for a `SendMessage` that waits for it.
@@ -47,6 +49,9 @@ pub(crate) struct RunEnd {
     pub(crate) finished: AtomicBool,
     /// The agent's direct answer, set before the Task is saved `completed` with it.
     pub(crate) reply: OnceLock<Value>,
+    /// The Task as the run's outcome saved it, set before [`RunEnd::finished`] (unset when
+    /// the run did not save an outcome: canceled meanwhile, a store failure).
+    pub(crate) saved: OnceLock<Task>,
 }
 
 impl ServiceState {
@@ -107,6 +112,7 @@ impl ServiceState {
             task,
             message,
             context,
+            last_saved,
         }: RunInput,
         cancel: watch::Receiver<bool>,
         live: &Arc<TaskEvents>,
@@ -119,7 +125,10 @@ impl ServiceState {
             }
             Ok(Step::Save(with_status(current, "working", None)?))
         };
-        let Some(working) = self.transition(at, &id, Some(&task), step).await? else {
+        let working = self
+            .transition(at, &id, Some(&task), Some(&last_saved), step)
+            .await?;
+        let Some(working) = working else {
             return Ok(());
         };
         let status = working.get("status").cloned().unwrap_or_default();
@@ -136,6 +145,7 @@ impl ServiceState {
             at.clone(),
             id.clone(),
             Arc::clone(live),
+            Arc::clone(&last_saved),
         ));
         let mut stop = cancel.clone();
         let mut work = Work::new(
@@ -210,7 +220,11 @@ impl ServiceState {
             }
             Ok(Step::Save(Task::try_from(done)?))
         };
-        if let Some(saved) = self.transition(at, &id, Some(&working), step).await? {
+        let saved = self
+            .transition(at, &id, Some(&working), Some(&last_saved), step)
+            .await?;
+        if let Some(saved) = saved {
+            let _ = end.saved.set(saved.clone());
             let mut events = Vec::with_capacity(2);
             if let Some(reply) = reply {
                 events.push(Event::Message(reply));

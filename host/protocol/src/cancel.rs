@@ -32,7 +32,7 @@ impl ServiceState {
             }
             Ok(Step::Save(with_status(task, "canceled", None)?))
         };
-        let result = self.transition(at, id, None, step).await;
+        let result = self.transition(at, id, None, None, step).await;
         if let Ok(Some(canceled)) = &result {
             // The run's subscribers get the cancel as the run's last event.
             if let Some(events) = self.live.get(&at.key(id)) {

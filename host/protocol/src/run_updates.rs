@@ -6,7 +6,7 @@ use crate::error::{A2aError, ErrorKind};
 use crate::live_events::{Event, TaskEvents};
 use crate::namespace_usage::growth;
 use crate::scope::At;
-use crate::service_state::ServiceState;
+use crate::service_state::{LastSaved, ServiceState};
 use crate::task_json::{apply_artifact_update, with_status};
 use serde_json::Value;
 use std::sync::Arc;
@@ -21,6 +21,8 @@ pub(crate) struct RunSink {
     at: At,
     id: String,
     live: Arc<TaskEvents>,
+    /// Shared with the run: each update saves on the version the run saved last.
+    last_saved: Arc<LastSaved>,
     updates: AtomicUsize,
 }
 
@@ -28,12 +30,19 @@ pub(crate) struct RunSink {
 const STOPPED: &str = "stopped";
 
 impl RunSink {
-    pub(crate) fn new(inner: Arc<ServiceState>, at: At, id: String, live: Arc<TaskEvents>) -> Self {
+    pub(crate) fn new(
+        inner: Arc<ServiceState>,
+        at: At,
+        id: String,
+        live: Arc<TaskEvents>,
+        last_saved: Arc<LastSaved>,
+    ) -> Self {
         RunSink {
             inner,
             at,
             id,
             live,
+            last_saved,
             updates: AtomicUsize::new(0),
         }
     }
@@ -64,7 +73,7 @@ impl RunSink {
     /// its event published.
     async fn apply(
         &self,
-        change: impl Fn(&mut Value) -> Result<(), EmitError> + Send + Sync,
+        change: impl Fn(&Task) -> Result<Task, EmitError> + Send + Sync,
         event: Event,
     ) -> Result<(), EmitError> {
         let max_task_bytes = self.inner.config.agent_limits.max_task_bytes;
@@ -74,15 +83,14 @@ impl RunSink {
             if is_terminal_state(task_state(current)) {
                 return Err(A2aError::new(ErrorKind::UnsupportedOperation, STOPPED));
             }
-            let mut value = current.clone().into_value();
             let refuse = |e: EmitError| {
                 *refused.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
                 Err(A2aError::new(ErrorKind::UnsupportedOperation, STOPPED))
             };
-            if let Err(e) = change(&mut value) {
-                return refuse(e);
-            }
-            let next = Task::try_from(value)?;
+            let next = match change(current) {
+                Ok(next) => next,
+                Err(e) => return refuse(e),
+            };
             // The text the store saves, made once here and kept by the Task.
             let size = next.as_json().len();
             if size > max_task_bytes {
@@ -101,7 +109,10 @@ impl RunSink {
             }
             Ok(Step::Save(next))
         };
-        let saved = self.inner.transition(&self.at, &self.id, None, step).await;
+        let saved = self
+            .inner
+            .transition(&self.at, &self.id, None, Some(&self.last_saved), step)
+            .await;
         if let Some(e) = refused.into_inner().unwrap_or_else(|p| p.into_inner()) {
             return Err(e);
         }
@@ -133,10 +144,6 @@ impl RunSink {
             }
         }
     }
-
-    fn context_id(&self, task: &Value) -> Value {
-        task["contextId"].clone()
-    }
 }
 
 fn json_len(value: &Value) -> usize {
@@ -157,15 +164,11 @@ impl Sink for RunSink {
             .as_ref()
             .map_or(0, |m| json_len(&m.to_stored(&id, &Value::Null)));
         self.count(bytes)?;
-        let change = |task: &mut Value| {
-            let context_id = self.context_id(task);
+        let change = |current: &Task| {
+            let context_id = current.get("contextId").cloned().unwrap_or_default();
             let message = stored.as_ref().map(|m| m.to_stored(&id, &context_id));
-            let current =
-                Task::try_from(task.clone()).map_err(|e| EmitError::Invalid(e.to_string()))?;
-            let next = with_status(&current, "working", message)
-                .map_err(|e| EmitError::Invalid(e.detail().to_owned()))?;
-            *task = next.into_value();
-            Ok(())
+            with_status(current, "working", message)
+                .map_err(|e| EmitError::Invalid(e.detail().to_owned()))
         };
         let event = Event::Status {
             status: Value::Null,
@@ -187,8 +190,10 @@ impl Sink for RunSink {
         }
         let update = artifact.to_stored();
         self.count(json_len(&update))?;
-        let change = |task: &mut Value| {
-            apply_artifact_update(task, &update, append).map_err(EmitError::Invalid)
+        let change = |current: &Task| {
+            let mut task = current.clone().into_value();
+            apply_artifact_update(&mut task, &update, append).map_err(EmitError::Invalid)?;
+            Task::try_from(task).map_err(|e| EmitError::Invalid(e.to_string()))
         };
         let event = Event::Artifact {
             artifact: update.clone(),

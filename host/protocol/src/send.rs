@@ -9,13 +9,14 @@ use crate::error::{A2aError, ErrorKind};
 use crate::namespace_usage::growth;
 use crate::save_listeners::{SaveListener, wait_for_change};
 use crate::scope::{At, Scope};
-use crate::service_state::ServiceState;
+use crate::service_state::{LastSaved, ServiceState};
 use crate::subscription::Subscription;
 use crate::task_json::{is_interrupted, is_settled, new_id, now, task_answer, with_status};
 use crate::wire::{self, Version, message_in};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 use toolnexus_core::state::{TaskState, is_terminal_state};
 use toolnexus_core::transition::Step;
 use toolnexus_core::{Expect, StoreError, Task, task_state};
@@ -91,6 +92,8 @@ impl ServiceState {
         } else {
             None
         };
+        // The version each save of the Task by this send and its run returns, for the next.
+        let last_saved = Arc::new(LastSaved::default());
         let task = match continued_id {
             Some(id) => {
                 // Stored before the Task moves on, so the notice of its next save sees it.
@@ -98,7 +101,8 @@ impl ServiceState {
                     self.check_task(at, &id).await?;
                     self.save_send_config(at, &**notifier, &id, config).await?;
                 }
-                self.continue_task(at, &id, &mut message).await?
+                self.continue_task(at, &id, &mut message, &last_saved)
+                    .await?
             }
             None => {
                 let context_id = message
@@ -127,13 +131,18 @@ impl ServiceState {
                 self.creating(at, &id).await;
                 // A fresh id: created only if absent, where the store can say so.
                 let saved = match at.store.save_versioned(&task, Expect::Absent).await {
-                    Err(StoreError::Unsupported { .. }) => at.store.save(&task).await,
-                    other => other.map(drop),
+                    Err(StoreError::Unsupported { .. }) => {
+                        at.store.save(&task).await.map(|()| None)
+                    }
+                    other => other.map(Some),
                 };
-                if let Err(e) = saved {
-                    self.not_created(at, &id).await;
-                    self.usage.release(at, 1, size);
-                    return Err(e.into());
+                match saved {
+                    Ok(version) => last_saved.set(&task, version),
+                    Err(e) => {
+                        self.not_created(at, &id).await;
+                        self.usage.release(at, 1, size);
+                        return Err(e.into());
+                    }
                 }
                 self.created(at, &task).await;
                 task
@@ -161,6 +170,7 @@ impl ServiceState {
             task,
             message,
             context,
+            last_saved,
         };
         self.start_agent(at, input, permit, live, Arc::clone(&end));
         if let Some(((snapshot, events), slot)) = stream {
@@ -202,6 +212,7 @@ impl ServiceState {
         at: &At,
         id: &str,
         message: &mut Value,
+        last_saved: &LastSaved,
     ) -> Result<Task, A2aError> {
         let context = message
             .get("contextId")
@@ -267,7 +278,9 @@ impl ServiceState {
             stored_message = Some(m);
             Ok(Step::Save(next))
         };
-        let saved = self.transition(at, id, None, step).await?;
+        let saved = self
+            .transition(at, id, None, Some(last_saved), step)
+            .await?;
         if saved.is_some() {
             self.usage.add_bytes(at, grew);
         }
@@ -278,8 +291,10 @@ impl ServiceState {
     }
 
     /// Waits until Task `id` is terminal or waits for input (or its agent ended without
-    /// getting it there: a store failure, logged), then answers it as stored, or the agent's
-    /// direct answer.
+    /// getting it there: a store failure, logged), then answers it: as the run saved it last,
+    /// else as stored; or the agent's direct answer. While the run goes on here, the store is
+    /// read only once per poll interval, for a change made elsewhere (a cancel through another
+    /// replica) that settles the Task while the agent is still busy.
     async fn settled(
         &self,
         at: &At,
@@ -287,23 +302,34 @@ impl ServiceState {
         mut saves: SaveListener,
         end: &RunEnd,
     ) -> Result<Settled, A2aError> {
+        let poll = self.config.poll_interval;
+        let mut last_read = Instant::now();
         loop {
-            let done = end.finished.load(Ordering::Acquire);
-            let task = at
-                .store
-                .get(id)
-                .await?
-                .ok_or_else(|| A2aError::not_found(id))?;
-            let task = task.into_value();
-            if done || is_settled(&task) {
+            if end.finished.load(Ordering::Acquire) {
                 // The reply is set before the Task is saved with it.
-                return Ok(match end.reply.get() {
-                    Some(message) => Settled::Reply(message.clone()),
-                    None => Settled::Task(task),
-                });
+                if let Some(message) = end.reply.get() {
+                    return Ok(Settled::Reply(message.clone()));
+                }
+                return Ok(Settled::Task(match end.saved.get() {
+                    Some(task) => task.clone().into_value(),
+                    None => self.stored(at, id).await?,
+                }));
             }
-            wait_for_change(&mut saves, self.config.poll_interval).await;
+            if last_read.elapsed() >= poll {
+                let task = self.stored(at, id).await?;
+                if is_settled(&task) {
+                    return Ok(Settled::Task(task));
+                }
+                last_read = Instant::now();
+            }
+            wait_for_change(&mut saves, poll).await;
         }
+    }
+
+    /// Task `id` as stored.
+    async fn stored(&self, at: &At, id: &str) -> Result<Value, A2aError> {
+        let task = at.store.get(id).await?;
+        Ok(task.ok_or_else(|| A2aError::not_found(id))?.into_value())
     }
 }
 

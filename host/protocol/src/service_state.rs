@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use toolnexus_core::Task;
-use toolnexus_core::transition::{Step, TransitionError, transition};
+use toolnexus_core::transition::{Start, Step, TransitionError, transition_from};
 
 /// The state behind a [`Service`](crate::Service), shared by its clones and its agents.
 pub(crate) struct ServiceState {
@@ -172,11 +172,14 @@ impl ServiceState {
 
     /// One read-modify-write of Task `id` under its guard, the notifier told of the save while
     /// the guard is held (so it hears of a Task's saves in their order), then its waiters woken.
+    /// With `last_saved` (a run's) it starts from the version the run saved last, without a
+    /// read, and keeps the version it saves there.
     pub(crate) async fn transition(
         &self,
         at: &At,
         id: &str,
         fallback: Option<&Task>,
+        last_saved: Option<&LastSaved>,
         decide: impl FnMut(&Task) -> Result<Step, A2aError>,
     ) -> Result<Option<Task>, A2aError> {
         let guard = self.guard(at, id).await;
@@ -184,7 +187,17 @@ impl ServiceState {
         if let Some(notifier) = notifier {
             notifier.task_saving(at.namespace(), id).await;
         }
-        let result = transition(&*at.store, id, fallback, decide).await;
+        let known = last_saved.and_then(LastSaved::get);
+        let start = match (&known, fallback) {
+            (Some((task, version)), _) => Start::Known(task, *version),
+            (None, Some(task)) => Start::Fallback(task),
+            (None, None) => Start::Read,
+        };
+        let result = transition_from(&*at.store, id, start, decide).await;
+        if let (Some(last_saved), Ok(Some((task, version)))) = (last_saved, &result) {
+            last_saved.set(task, *version);
+        }
+        let result = result.map(|saved| saved.map(|(task, _)| task));
         match (notifier, &result) {
             (Some(notifier), Ok(Some(saved))) => notifier.task_saved(at.namespace(), saved).await,
             (Some(notifier), _) => notifier.task_not_saved(at.namespace(), id).await,
@@ -245,6 +258,24 @@ impl ServiceState {
                     },
                 )
             })
+    }
+}
+
+/// The Task as a run saved it last, and the version that save returned: the run's next
+/// transition saves on that version without reading the Task first (a lost race reads).
+#[derive(Default)]
+pub(crate) struct LastSaved(Mutex<Option<(Task, u64)>>);
+
+impl LastSaved {
+    fn get(&self) -> Option<(Task, u64)> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Keeps `task` as saved with `version` (`None`: a store without versions, so nothing is
+    /// kept and the next transition reads).
+    pub(crate) fn set(&self, task: &Task, version: Option<u64>) {
+        *self.0.lock().unwrap_or_else(|e| e.into_inner()) =
+            version.map(|version| (task.clone(), version));
     }
 }
 
@@ -353,12 +384,14 @@ mod tests {
         at.store.save(&task).await.unwrap();
         for _ in 0..3 {
             let saved = state
-                .transition(&at, "t", None, |t| Ok(Step::Save(t.clone())))
+                .transition(&at, "t", None, None, |t| Ok(Step::Save(t.clone())))
                 .await
                 .unwrap();
             assert!(saved.is_some());
         }
-        let stopped = state.transition(&at, "t", None, |_| Ok(Step::Stop)).await;
+        let stopped = state
+            .transition(&at, "t", None, None, |_| Ok(Step::Stop))
+            .await;
         assert!(stopped.unwrap().is_none());
         assert_eq!(counting.0.load(std::sync::atomic::Ordering::SeqCst), 3);
         assert!(state.lock_map(&state.locks).is_empty());

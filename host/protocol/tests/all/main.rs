@@ -9,3 +9,4 @@ mod owner_bounds;
 mod push;
 mod push_config_checks;
 mod run_lifecycle;
+mod store_calls;
