@@ -23,7 +23,7 @@ use exports::toolnexus::task_store::store::{
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-use toolnexus_format::dir::{DEFAULT_LOCK_LEASE, STALE_TEMP_AGE};
+use toolnexus_format::dir::DEFAULT_LOCK_LEASE;
 use toolnexus_format::query::Timestamp;
 #[cfg(all(target_os = "wasi", target_env = "p2"))]
 use toolnexus_format::wasi_fs::set_host_refuses_special_files;
@@ -48,9 +48,12 @@ static LEASE_MS: AtomicU64 = AtomicU64::new(DEFAULT_LOCK_LEASE.as_millis() as u6
 static ANSWERS_CHECKED: AtomicBool = AtomicBool::new(false);
 
 fn store() -> Result<DirStore, StoreError> {
-    // Once per instance: refuse a directory that folds case, and clear temp files left by
-    // writers that crashed mid-save. In `configure` (at instantiation) where the host calls it,
-    // else in the first call; a refusal stands for every call.
+    // Once per instance: refuse a directory that folds case. In `configure` (at instantiation)
+    // where the host calls it, else in the first call; a refusal stands for every call. Temp
+    // files left by writers that crashed mid-save are cleared by listings (which walk the
+    // directory anyway), never here: an instance may serve a single request (the composed
+    // server makes one per request), and a sweep per instance would walk the whole directory
+    // each time.
     static OPENED: OnceLock<Result<(), String>> = OnceLock::new();
     let durability = if RELAXED.load(Ordering::Relaxed) {
         Durability::Relaxed
@@ -63,9 +66,7 @@ fn store() -> Result<DirStore, StoreError> {
         store = store.with_gets_checked_by_caller();
     }
     let opened = OPENED.get_or_init(|| {
-        store.check_case_sensitive().map_err(|e| e.to_string())?;
-        let _ = store.sweep_temp_files(STALE_TEMP_AGE);
-        Ok(())
+        store.check_case_sensitive().map_err(|e| e.to_string())
     });
     match opened {
         Ok(()) => Ok(store),

@@ -279,7 +279,8 @@ impl DirStore {
     ///
     /// Reads every Task file in the directory (temp and foreign files are skipped) but keeps
     /// only the page's texts: memory is bounded by the page, not by the directory. A Task file
-    /// that cannot be read as a Task is an error naming it, never silently left out.
+    /// that cannot be read as a Task is an error naming it, never silently left out. Stale temp
+    /// files the walk passes are removed ([`DirStore::sweep_temp_files`]).
     pub fn list_texts(&self, query: &ListQuery) -> Result<TextPage, DirError> {
         let mut page = PageCollector::new(query).map_err(DirError::InvalidQuery)?;
         let names = platform::read_names(&self.root).map_err(|source| DirError::Io {
@@ -287,6 +288,7 @@ impl DirStore {
             file: self.root.clone(),
             source,
         })?;
+        temp::remove_stale_among(&self.root, &names);
         for name in names.iter().filter(|n| id::is_task_file_name(n)) {
             let path = self.root.join(name);
             let Some((text, _)) = read::read_text(&path)? else {

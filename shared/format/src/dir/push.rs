@@ -104,6 +104,7 @@ impl DirStore {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(io_err(e)),
         };
+        temp::remove_stale_among(&dir, &names);
         let mut configs = Vec::new();
         for name in names.iter().filter(|n| id::is_task_file_name(n)) {
             let file = dir.join(name);

@@ -75,6 +75,16 @@ pub(super) fn replace_by_temp(
     replaced
 }
 
+/// Removes the stale temp files among `names` (the entries of `dir`, read by a walk made
+/// anyway: a listing). A component sweeps nowhere else: an instance may serve a single request,
+/// and a sweep of its own at each start would walk a directory that grows with the Tasks.
+pub(super) fn remove_stale_among(dir: &Path, names: &[String]) {
+    let now = SystemTime::now();
+    for name in names.iter().filter(|n| n.starts_with(TEMP_PREFIX)) {
+        remove_if_stale_temp(dir, name, STALE_TEMP_AGE, now);
+    }
+}
+
 /// Removes `entry` if it is a temp file ([`TEMP_PREFIX`]) whose last change is at least
 /// `older_than` before `now`: a leftover of a writer that crashed before its rename (a younger
 /// one may belong to a live writer). Whether it was removed.
