@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[command(name = "tn-serve-load", about = "Load on an A2A server over HTTP")]
 pub struct Args {
     /// The server's JSON-RPC URL (without --matrix).
-    #[arg(long, required_unless_present = "matrix")]
+    #[arg(long, required_unless_present_any = ["matrix", "fill"])]
     pub url: Option<String>,
     /// What each connection does (without --matrix; --matrix runs them all).
     #[arg(long, value_enum, default_value_t = Workload::Send)]
@@ -58,6 +58,15 @@ pub struct Args {
     /// was built from.
     #[arg(long)]
     pub root: Option<PathBuf>,
+    /// Tasks in the store before the load: with --matrix, saved into each file-backed
+    /// server's directory (`file`, `wasm`) before it starts (the others are run as they are,
+    /// the record's `stored_tasks` says 0); with --fill, how many to save.
+    #[arg(long, default_value_t = 0)]
+    pub stored_tasks: usize,
+    /// Instead of a load: save --stored-tasks Tasks into this directory (a file store's) and
+    /// exit, for a server started over it by hand.
+    #[arg(long, conflicts_with = "matrix")]
+    pub fill: Option<PathBuf>,
     /// --matrix: also write the JSON lines to this file.
     #[arg(long)]
     pub json_out: Option<PathBuf>,

@@ -10,6 +10,10 @@
 //! # every workload against every server, each started (and killed) by this process
 //! cargo build --release -p tnstore
 //! cargo run --release -p toolnexus-bench --bin tn-serve-load -- --matrix
+//! # the same with 10,000 Tasks in each file-backed server's store before the load
+//! cargo run --release -p toolnexus-bench --bin tn-serve-load -- --matrix --stored-tasks 10000
+//! # 10,000 Tasks into a directory, for a server started over it by hand
+//! cargo run --release -p toolnexus-bench --bin tn-serve-load -- --fill ./tasks --stored-tasks 10000
 //! # how long a server takes from its start to its first answer, over 10 starts
 //! cargo run --release -p toolnexus-bench --bin tn-serve-load -- \
 //!     --url http://127.0.0.1:8081/ --cold-start 10 --label composed -- \
@@ -66,6 +70,7 @@ mod outcome;
 mod report;
 mod server_prerequisites;
 mod server_process;
+mod stored_tasks;
 mod stream_check;
 
 use anyhow::Context;
@@ -89,6 +94,12 @@ async fn main() -> anyhow::Result<()> {
     if let Some(runs) = args.cold_start {
         let url = args.url.clone().context("--url is required")?;
         return cold_start::cold_start(&url, runs, &args.command, &args.label).await;
+    }
+    if let Some(dir) = &args.fill {
+        let count = args.stored_tasks;
+        stored_tasks::fill(dir, count).await?;
+        eprintln!("tn-serve-load: {count} Tasks saved in {}", dir.display());
+        return Ok(());
     }
     if args.matrix {
         let result = matrix(&args, &mut out).await;

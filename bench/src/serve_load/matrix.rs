@@ -125,6 +125,11 @@ pub async fn matrix(args: &Args, out: &mut Output) -> anyhow::Result<()> {
                         c
                     }
                 };
+                let file_backed = matches!(kind, ServerKind::TnFile | ServerKind::TnWasm);
+                let stored_tasks = if file_backed { args.stored_tasks } else { 0 };
+                if stored_tasks > 0 {
+                    crate::stored_tasks::fill(&dir.join("tasks"), stored_tasks).await?;
+                }
                 let what = format!("{} over {}", kind.server(), kind.store());
                 let server = match Server::start(command, dir.join("stderr.log"), &what).await {
                     Ok(server) => server,
@@ -178,6 +183,7 @@ pub async fn matrix(args: &Args, out: &mut Output) -> anyhow::Result<()> {
                 if let Some(note) = stderr_note {
                     record["server_stderr"] = json!(note);
                 }
+                record["stored_tasks"] = json!(stored_tasks);
                 out.emit(record)?;
             }
         }
