@@ -71,6 +71,9 @@ impl NamespaceUsage {
         tasks: u64,
         bytes: u64,
     ) -> Result<(), A2aError> {
+        if !limits.bounds_tasks_or_bytes() {
+            return Ok(());
+        }
         let mut recounted = false;
         loop {
             let stale = {

@@ -38,6 +38,16 @@ pub struct OwnerLimits {
     pub max_stream_backlog_bytes: usize,
 }
 
+impl OwnerLimits {
+    /// Whether the Tasks or bytes of a namespace are bounded at all. When neither is (both
+    /// `u64::MAX`), nothing is counted: no namespace's store is listed or measured at its
+    /// first use. A server that keeps no state between requests (the composed server makes a
+    /// fresh instance per request) would otherwise count its whole store on every new Task.
+    pub fn bounds_tasks_or_bytes(&self) -> bool {
+        self.max_tasks_per_owner != u64::MAX || self.max_bytes_per_owner != u64::MAX
+    }
+}
+
 impl Default for OwnerLimits {
     fn default() -> Self {
         OwnerLimits {

@@ -11,14 +11,18 @@ use toolnexus_a2a_protocol::{
     AgentLimits, Answer, Artifact, Call, EmitError, Message, Outcome, OwnerLimits, Part, Scope,
     Service, SingleStore, Version, Work,
 };
-use toolnexus_core::{Expect, InMemoryTaskStore, StoreError, Task, TaskStore, task_state};
+use toolnexus_core::{
+    Expect, InMemoryTaskStore, ListQuery, StoreError, StoreUsage, Task, TaskPage, TaskStore,
+    task_state,
+};
 
-/// A memory store that counts the reads and saves asked of it.
+/// A memory store that counts the reads, saves and counts (listings, usage) asked of it.
 #[derive(Default)]
 struct Counting {
     inner: InMemoryTaskStore,
     reads: AtomicUsize,
     saves: AtomicUsize,
+    counts: AtomicUsize,
 }
 
 #[async_trait::async_trait]
@@ -42,15 +46,31 @@ impl TaskStore for Counting {
         self.saves.fetch_add(1, Ordering::SeqCst);
         self.inner.save_versioned(task, expect).await
     }
+    async fn list(&self, query: &ListQuery) -> Result<TaskPage, StoreError> {
+        self.counts.fetch_add(1, Ordering::SeqCst);
+        self.inner.list(query).await
+    }
+    async fn usage(&self) -> Result<Option<StoreUsage>, StoreError> {
+        self.counts.fetch_add(1, Ordering::SeqCst);
+        self.inner.usage().await
+    }
     fn describe(&self) -> String {
         "counting memory store".into()
     }
 }
 
 fn service_over(store: Arc<Counting>, agent: Arc<dyn toolnexus_a2a_protocol::Agent>) -> Service {
+    bounded_service_over(store, agent, OwnerLimits::default())
+}
+
+fn bounded_service_over(
+    store: Arc<Counting>,
+    agent: Arc<dyn toolnexus_a2a_protocol::Agent>,
+    limits: OwnerLimits,
+) -> Service {
     Service::new(
         Arc::new(SingleStore(store)),
-        config(agent, AgentLimits::default(), OwnerLimits::default()),
+        config(agent, AgentLimits::default(), limits),
         Arc::new(crate::harness::TokioSpawn),
     )
 }
@@ -173,4 +193,25 @@ async fn a_run_never_overwrites_what_another_writer_saved_meanwhile() {
     service.background_idle().await;
     let stored = store.inner.get(&id).await.unwrap().unwrap();
     assert_eq!(task_state(&stored), "canceled");
+}
+
+/// A namespace's Tasks are counted once, at its first new Task, when a bound needs the count;
+/// with neither Tasks nor bytes bounded, never (a server with a fresh instance per request
+/// would otherwise list its whole store on every new Task).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_is_counted_once_for_its_bounds_and_never_without_them() {
+    let unbounded = OwnerLimits {
+        max_tasks_per_owner: u64::MAX,
+        max_bytes_per_owner: u64::MAX,
+        ..OwnerLimits::default()
+    };
+    for (limits, counts) in [(OwnerLimits::default(), 1), (unbounded, 0)] {
+        let store = Arc::new(Counting::default());
+        let service = bounded_service_over(Arc::clone(&store), Arc::new(ThreeUpdates), limits);
+        for _ in 0..3 {
+            let answered = blocking_send(&service, "go").await;
+            assert_eq!(answered["status"]["state"], "TASK_STATE_COMPLETED");
+        }
+        assert_eq!(store.counts.load(Ordering::SeqCst), counts, "{limits:?}");
+    }
 }
