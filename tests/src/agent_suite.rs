@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use toolnexus::InMemoryTaskStore;
-use toolnexus_a2a::{Agent, ServerConfig, serve};
+use toolnexus_a2a::{Agent, ServerConfig, ServiceConfig, serve};
 use toolnexus_a2a_protocol::agent::{ECHO_QUESTION, echo_artifact_id, pieces};
 
 /// The delay an agent given to [`echo_agent_suite`] must be configured with
@@ -210,7 +210,10 @@ impl EchoServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
         let config = ServerConfig {
-            agent,
+            service: ServiceConfig {
+                agent,
+                ..Default::default()
+            },
             ..Default::default()
         };
         tokio::spawn(serve(listener, Arc::new(InMemoryTaskStore::new()), config));

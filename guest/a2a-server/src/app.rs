@@ -4,7 +4,8 @@
 use crate::agent::ImportedAgent;
 use crate::store::ImportedStore;
 use std::sync::Arc;
-use toolnexus_a2a::{DEFAULT_MAX_BODY_BYTES, ServerConfig};
+use toolnexus_a2a::owner_limits::OwnerLimits;
+use toolnexus_a2a::{DEFAULT_MAX_BODY_BYTES, HttpConfig, ServerConfig, ServiceConfig};
 
 /// The largest request body the router takes (its own limit answers 413 above it).
 pub const MAX_BODY_BYTES: usize = DEFAULT_MAX_BODY_BYTES;
@@ -28,8 +29,22 @@ fn public_url(authority: &str) -> String {
 /// The router for one request that reached `authority`.
 pub fn router(authority: &str) -> axum::Router {
     let mut config = ServerConfig {
-        agent: Arc::new(ImportedAgent),
-        max_body_bytes: MAX_BODY_BYTES,
+        service: ServiceConfig {
+            agent: Arc::new(ImportedAgent),
+            // Each request has an instance of its own, which knows nothing of the last: a
+            // bound on an owner's Tasks or bytes would count the whole store on every new
+            // Task. Streams and their backlog stay bounded (they live within the request).
+            owner_limits: OwnerLimits {
+                max_tasks_per_owner: u64::MAX,
+                max_bytes_per_owner: u64::MAX,
+                ..OwnerLimits::default()
+            },
+            ..ServiceConfig::default()
+        },
+        http: HttpConfig {
+            max_body_bytes: MAX_BODY_BYTES,
+            ..HttpConfig::default()
+        },
         ..ServerConfig::default()
     };
     if let Ok(name) = std::env::var("A2A_AGENT_NAME") {

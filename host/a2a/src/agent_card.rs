@@ -27,7 +27,7 @@ impl Cards {
         let (about, output_modes) = match &config.card {
             Some(card) => (card.members().clone(), card.output_modes()),
             None => {
-                let modes = vec!["text/plain".to_owned()];
+                let modes = config.service.output_modes.clone();
                 let about = echo_description(
                     &config.name,
                     &config.description,
@@ -37,10 +37,11 @@ impl Cards {
                 (about, modes)
             }
         };
+        let tenants = config.tenants();
         let pair = |push_notifications| {
             let endpoint = Endpoint {
                 url,
-                tenants: &config.tenants,
+                tenants: &tenants,
                 bearer_auth: config.tokens.is_some(),
                 push_notifications,
             };
@@ -52,7 +53,7 @@ impl Cards {
         Cards {
             entities: CardEntities {
                 without_push: pair(false),
-                with_push: config.push.as_ref().map(|_| pair(true)),
+                with_push: config.service.push.as_ref().map(|_| pair(true)),
             },
             output_modes,
         }

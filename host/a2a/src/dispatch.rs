@@ -66,7 +66,7 @@ pub(crate) async fn read_body(
     request_id: &RequestId,
 ) -> Result<Bytes, Response> {
     let read = tokio::time::timeout(
-        state.config.body_read_timeout,
+        state.config.http.body_read_timeout,
         Bytes::from_request(request, &()),
     );
     match read.await {

@@ -13,8 +13,8 @@ use toolnexus_a2a_protocol::Subscription;
 /// Server-sent events: each event one `data:` line (in JSON-RPC, a whole JSON-RPC response
 /// with the event as its `result`), keep-alive comments in between.
 pub(crate) fn event_stream(state: &AppState, ctx: Ctx, subscription: Subscription) -> Response {
-    let keep_alive =
-        (state.config.idle_timeout / 3).clamp(Duration::from_millis(100), Duration::from_secs(15));
+    let keep_alive = (state.config.http.idle_timeout / 3)
+        .clamp(Duration::from_millis(100), Duration::from_secs(15));
     let ctx = Arc::new(ctx);
     let stream = futures_util::stream::unfold(
         (subscription, ctx, false),

@@ -20,7 +20,7 @@
 //!   `GET|DELETE /tasks/{id}/pushNotificationConfigs/{configId}`, each also under `/{tenant}/…`
 //!   and under `/v1/…`.
 //!
-//! Push notifications are offered with a sender ([`ServerConfig::push`]) over a store that
+//! Push notifications are offered with a sender ([`ServiceConfig::push`]) over a store that
 //! keeps push configs; the server then tells the sender of every save of a Task it makes.
 //!
 //! The protocol version of each request is its `A2A-Version` header (none or empty: 0.3;
@@ -39,9 +39,10 @@
 //! At startup, before it accepts anything, [`serve`] resolves the Tasks a crashed run left
 //! `submitted` or `working` ([`ServerConfig::recovery`]: marked `failed` with a reason by
 //! default), and with [`ServerConfig::retain`] it deletes terminal Tasks past that age in the
-//! background; both go through the store's `list` and `delete` ([`maintenance`]).
+//! background; both go through the store's `list` and `delete` ([`maintenance`], which is
+//! the protocol crate's: it needs no HTTP).
 //!
-//! With [`ServerConfig::tls`] ([`TlsIdentity`]), [`serve`] speaks HTTPS (rustls).
+//! With [`HttpConfig::tls`] ([`TlsIdentity`]), [`serve`] speaks HTTPS (rustls).
 //!
 //! [`serve_stores_with_shutdown`] stops gracefully when its shutdown future is ready: no new
 //! connections, the agents' runs get [`ServerConfig::shutdown_grace`] to finish, the rest are
@@ -51,7 +52,12 @@
 //! TLS. Without it the crate is the router alone, which builds for `wasm32-wasip2`: the A2A
 //! server component (`guest/a2a-server`) runs it inside a `wasi:http` handler.
 //!
-//! [`serve`] also protects itself: each limit is a field of [`ServerConfig`] (defaults there).
+//! [`ServerConfig`] is the protocol service's settings ([`ServerConfig::service`], a
+//! [`ServiceConfig`]), the HTTP side's ([`ServerConfig::http`], an [`HttpConfig`]), and the
+//! card, token and maintenance settings of the server's own.
+//!
+//! [`serve`] also protects itself: each limit is a field of [`ServiceConfig`] or
+//! [`HttpConfig`] (defaults there).
 //! Every answer has an `x-request-id` header; an internal error (a store failing, say) reaches
 //! the client only as `internal error (request id …)`, while its details are logged (target
 //! `toolnexus::server`, field `request_id`).
@@ -75,11 +81,10 @@ mod config;
 mod conn;
 mod dispatch;
 mod event_stream;
+mod http_config;
 mod http_json;
 mod jsonrpc;
-pub mod maintenance;
 mod public_url;
-mod recovery_policy;
 mod request_context;
 mod request_id;
 mod router;
@@ -93,23 +98,30 @@ mod version_header;
 
 pub use auth::Tokens;
 pub use card_file::{CardError, CardProblem, OperatorCard};
-pub use config::{
+pub use config::{DEFAULT_SHUTDOWN_GRACE, ServerConfig};
+pub use http_config::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_BACKGROUND_TASKS, DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS,
-    DEFAULT_MAX_LIST_BYTES, DEFAULT_POLL_INTERVAL, DEFAULT_SHUTDOWN_GRACE, ServerConfig,
+    DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_CONNECTIONS, HttpConfig, TlsIdentity,
 };
-pub use maintenance::Recovery;
 pub use public_url::{PublicUrl, PublicUrlError};
 pub use request_id::REQUEST_ID_HEADER;
 pub use router::{router, router_stores};
 #[cfg(feature = "server")]
 pub use serve::{serve, serve_stores, serve_stores_then, serve_stores_with_shutdown};
 #[cfg(feature = "server")]
-pub use tls::{TlsError, TlsIdentity};
+pub use tls::TlsError;
 pub use toolnexus_a2a_protocol::RUN_STOPPED_MESSAGE;
+/// Startup recovery, retention and `prune`: the protocol crate's
+/// [`toolnexus_a2a_protocol::maintenance`], here under its old path.
+pub use toolnexus_a2a_protocol::maintenance;
+pub use toolnexus_a2a_protocol::maintenance::Recovery;
 pub use toolnexus_a2a_protocol::owner_limits;
 pub use toolnexus_a2a_protocol::{
     Agent, AgentLimits, Artifact, EchoAgent, EmitError, Message, Outcome, OwnerLimits, Part,
-    PartContent, PushNotifier, Request, Role, SingleStore, Stores, Updater, Work, codes,
+    PartContent, PushNotifier, Request, Role, ServiceConfig, SingleStore, Stores, Updater, Work,
+    codes,
+};
+pub use toolnexus_a2a_protocol::{
+    DEFAULT_MAX_BACKGROUND_TASKS, DEFAULT_MAX_LIST_BYTES, DEFAULT_POLL_INTERVAL,
 };
 pub use version_header::VERSION_HEADER;

@@ -11,10 +11,9 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use futures_util::future::BoxFuture;
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use toolnexus_a2a_protocol::{Service, ServiceConfig, SingleStore, Spawn, Stores};
+use toolnexus_a2a_protocol::{Service, SingleStore, Spawn, Stores};
 use toolnexus_core::TaskStore;
 
 struct TokioSpawn;
@@ -45,26 +44,13 @@ pub(crate) fn router_and_service(
     config: ServerConfig,
     url: String,
 ) -> (Router, Service) {
-    let limit = config.max_body_bytes;
+    let limit = config.http.max_body_bytes;
     // The card (the operator's part from `config.card`, the server's from `url`, tenants and
     // tokens), and the output modes it declares, which `acceptedOutputModes` must admit.
     let cards = Cards::new(&config, &url);
-    let service = Service::new(
-        stores,
-        ServiceConfig {
-            agent: Arc::clone(&config.agent),
-            max_background_tasks: config.max_background_tasks,
-            max_list_bytes: config.max_list_bytes,
-            tenants: config.tenants.iter().cloned().collect::<HashSet<_>>(),
-            poll_interval: config.poll_interval,
-            output_modes: cards.output_modes,
-            agent_limits: config.agent_limits,
-            finish_read_to_write_delay: config.finish_read_to_write_delay,
-            push: config.push.clone(),
-            owner_limits: config.owner_limits,
-        },
-        Arc::new(TokioSpawn),
-    );
+    let mut service = config.service.clone();
+    service.output_modes = cards.output_modes;
+    let service = Service::new(stores, service, Arc::new(TokioSpawn));
     let state = Arc::new(AppState {
         service: service.clone(),
         config,

@@ -25,7 +25,7 @@ const LAST_WRITES: Duration = Duration::from_secs(2);
 /// clients that connect meanwhile wait in the listen backlog. With [`ServerConfig::retain`]
 /// it also runs retention in the background until the future ends.
 ///
-/// With [`ServerConfig::tls`] it serves HTTPS. The agent card advertises
+/// With [`HttpConfig::tls`](crate::HttpConfig::tls) it serves HTTPS. The agent card advertises
 /// [`ServerConfig::public_url`], else `http://ADDR/` (`https://ADDR/` with TLS) for the
 /// listener's address.
 ///
@@ -94,9 +94,9 @@ pub async fn serve_stores_with_shutdown(
     let started = maintenance::now();
     let url = advertised_url(listener.local_addr()?, &config)?;
     let limits = conn::Limits {
-        header_read_timeout: config.header_read_timeout,
-        idle_timeout: config.idle_timeout,
-        max_connections: config.max_connections,
+        header_read_timeout: config.http.header_read_timeout,
+        idle_timeout: config.http.idle_timeout,
+        max_connections: config.http.max_connections,
     };
     let mut namespaced = Vec::new();
     for ns in config.namespaces() {
@@ -107,7 +107,14 @@ pub async fn serve_stores_with_shutdown(
         }
     }
     for (ns, store) in &namespaced {
-        maintenance::recover_namespace_at_startup(&**store, ns.as_deref(), &config, started).await;
+        maintenance::recover_namespace_at_startup(
+            &**store,
+            ns.as_deref(),
+            config.recovery,
+            &config.service,
+            started,
+        )
+        .await;
     }
     let _retention: Vec<AbortOnDrop> = match config.retain {
         None => Vec::new(),
@@ -122,7 +129,7 @@ pub async fn serve_stores_with_shutdown(
             .collect(),
     };
     ready()?;
-    let tls = config.tls.as_ref().map(TlsIdentity::acceptor);
+    let tls = config.http.tls.as_ref().map(TlsIdentity::acceptor);
     let grace = config.shutdown_grace;
     let (router, service) = router_and_service(stores, config, url);
     let connections = conn::run(listener, router, limits, tls, shutdown).await;
@@ -167,7 +174,7 @@ fn advertised_url(local: SocketAddr, config: &ServerConfig) -> std::io::Result<S
     if let Some(url) = &config.public_url {
         return Ok(url.to_string());
     }
-    let scheme = if config.tls.is_some() {
+    let scheme = if config.http.tls.is_some() {
         "https"
     } else {
         "http"

@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-/// The server's TLS identity: give it to [`ServerConfig::tls`](crate::ServerConfig::tls).
+/// The server's TLS identity: give it to [`HttpConfig::tls`](crate::HttpConfig::tls).
 #[derive(Clone)]
 pub struct TlsIdentity {
     config: Arc<rustls::ServerConfig>,

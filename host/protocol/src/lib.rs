@@ -11,6 +11,8 @@
 //! - [`error`] is A2A's error table: JSON-RPC codes, HTTP statuses, reasons.
 //! - [`agent`] is what a runtime plugs in: an [`Agent`] that streams partial output, asks for
 //!   input and is told of a cancel.
+//! - [`maintenance`] keeps a store tidy around a server: startup recovery of the Tasks a crash
+//!   left unfinished, retention and `prune` of old terminal Tasks, through the store alone.
 //!
 //! Nothing here opens a socket or a file: the host gives the stores, an executor for agents
 //! ([`Spawn`]) and the transport (the `toolnexus-a2a` crate serves it over HTTP with axum),
@@ -28,6 +30,7 @@ pub mod error;
 mod event_queue;
 mod list;
 mod live_events;
+pub mod maintenance;
 mod namespace_usage;
 mod open_streams;
 pub mod owner_limits;
@@ -36,6 +39,7 @@ pub mod push;
 pub mod push_call;
 mod push_configs;
 mod push_wire;
+mod recovery_policy;
 pub mod rest03;
 mod run_stop;
 mod run_updates;
@@ -64,5 +68,8 @@ pub use push_call::{PushAuthentication, PushCall, PushConfigInput};
 pub use run_stop::RUN_STOPPED_MESSAGE;
 pub use service::{
     Answer, MemoryStores, Scope, Service, ServiceConfig, SingleStore, Spawn, Stores, Subscription,
+};
+pub use service_config::{
+    DEFAULT_MAX_BACKGROUND_TASKS, DEFAULT_MAX_LIST_BYTES, DEFAULT_POLL_INTERVAL,
 };
 pub use wire::Version;

@@ -500,23 +500,30 @@ async fn run(cli: Cli) -> Result<(), Failure> {
             card.check_listener(local).map_err(Failure::Usage)?;
             let listening = card.listening_url(local);
             let mut config = toolnexus_a2a::ServerConfig {
-                agent,
-                header_read_timeout: ms(header_timeout_ms),
-                body_read_timeout: ms(body_timeout_ms),
-                idle_timeout: ms(idle_timeout_ms),
-                max_connections,
-                max_background_tasks,
-                max_list_bytes,
-                finish_read_to_write_delay: ms(stage_finish_delay_ms),
+                service: toolnexus_a2a::ServiceConfig {
+                    agent,
+                    max_background_tasks,
+                    max_list_bytes,
+                    finish_read_to_write_delay: ms(stage_finish_delay_ms),
+                    tenants: tenants.into_iter().collect(),
+                    push: push
+                        .map(|sender| sender as std::sync::Arc<dyn toolnexus_a2a::PushNotifier>),
+                    owner_limits: owner_limits.limits(),
+                    ..Default::default()
+                },
+                http: toolnexus_a2a::HttpConfig {
+                    header_read_timeout: ms(header_timeout_ms),
+                    body_read_timeout: ms(body_timeout_ms),
+                    idle_timeout: ms(idle_timeout_ms),
+                    max_connections,
+                    ..Default::default()
+                },
                 recovery: match recovery {
                     RecoveryFlag::Fail => toolnexus_a2a::Recovery::FailInterrupted,
                     RecoveryFlag::Off => toolnexus_a2a::Recovery::Off,
                 },
                 retain,
                 tokens: tokens.map(std::sync::Arc::new),
-                tenants,
-                push: push.map(|sender| sender as std::sync::Arc<dyn toolnexus_a2a::PushNotifier>),
-                owner_limits: owner_limits.limits(),
                 shutdown_grace: shutdown.shutdown_grace,
                 ..Default::default()
             };
@@ -552,8 +559,8 @@ async fn run(cli: Cli) -> Result<(), Failure> {
                 }
             }
             let store = open(cli.store).await?;
-            let cutoff = toolnexus_a2a::maintenance::cutoff(older_than);
-            let deleted = toolnexus_a2a::maintenance::prune(&*store, cutoff, &states)
+            let cutoff = toolnexus_a2a_protocol::maintenance::cutoff(older_than);
+            let deleted = toolnexus_a2a_protocol::maintenance::prune(&*store, cutoff, &states)
                 .await
                 .map_err(|e| match e {
                     // No catalog: this store cannot be pruned at all, whatever is retried.

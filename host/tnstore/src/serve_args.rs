@@ -90,6 +90,6 @@ impl CardSettings {
     pub fn apply(self, config: &mut ServerConfig) {
         config.card = self.card;
         config.public_url = self.public_url;
-        config.tls = self.tls;
+        config.http.tls = self.tls;
     }
 }

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use toolnexus::{InMemoryTaskStore, ListQuery, StoreError, Task, TaskPage, TaskStore};
-use toolnexus_a2a::{EchoAgent, ServerConfig, codes, serve};
+use toolnexus_a2a::{EchoAgent, ServerConfig, ServiceConfig, codes, serve};
 use toolnexus_conformance::a2a_client::wait_for_state;
 use toolnexus_conformance::listing_stores;
 
@@ -17,7 +17,10 @@ async fn start(store: Arc<dyn TaskStore>, delay: Duration) -> Server {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/", listener.local_addr().unwrap());
     let config = ServerConfig {
-        agent: Arc::new(EchoAgent { delay }),
+        service: ServiceConfig {
+            agent: Arc::new(EchoAgent { delay }),
+            ..Default::default()
+        },
         ..Default::default()
     };
     tokio::spawn(serve(listener, store, config));

@@ -7,7 +7,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use toolnexus_a2a::{OperatorCard, PublicUrl, ServerConfig, Stores, TlsIdentity, serve_stores};
+use toolnexus_a2a::{
+    HttpConfig, OperatorCard, PublicUrl, ServerConfig, ServiceConfig, Stores, TlsIdentity,
+    serve_stores,
+};
 use toolnexus_core::{InMemoryTaskStore, StoreError, TaskStore};
 
 fn operator_card() -> Value {
@@ -181,7 +184,10 @@ async fn a_non_loopback_listener_needs_a_public_url() {
 #[tokio::test(flavor = "multi_thread")]
 async fn each_tenant_has_interfaces_that_declare_it_and_reach_its_namespace() {
     let addr = start(ServerConfig {
-        tenants: vec!["acme".into()],
+        service: ServiceConfig {
+            tenants: ["acme".to_owned()].into(),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;
@@ -297,7 +303,10 @@ async fn https_serves_the_card_and_calls_and_the_card_says_https() {
     let (ca, cert, key) = test_pki();
     let tls = TlsIdentity::from_pem(cert.as_bytes(), key.as_bytes()).unwrap();
     let addr = start(ServerConfig {
-        tls: Some(tls),
+        http: HttpConfig {
+            tls: Some(tls),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;

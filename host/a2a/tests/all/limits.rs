@@ -10,7 +10,9 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
-use toolnexus_a2a::{Agent, Message, Outcome, ServerConfig, Tokens, Work, codes, serve};
+use toolnexus_a2a::{
+    Agent, HttpConfig, Message, Outcome, ServerConfig, ServiceConfig, Tokens, Work, codes, serve,
+};
 use toolnexus_core::{InMemoryTaskStore, ListQuery, StoreError, Task, TaskStore};
 
 /// Long enough never to be what ends a test that passes; what a failing test waits at most.
@@ -34,6 +36,14 @@ fn memory() -> Arc<InMemoryTaskStore> {
 /// Every timeout long, so that a test shortens only the one it is about.
 fn patient() -> ServerConfig {
     ServerConfig {
+        http: patient_http(),
+        ..Default::default()
+    }
+}
+
+/// [`patient`]'s HTTP settings.
+fn patient_http() -> HttpConfig {
+    HttpConfig {
         header_read_timeout: LONG,
         body_read_timeout: LONG,
         idle_timeout: LONG,
@@ -115,7 +125,10 @@ async fn slowloris_half_a_header_line_is_disconnected_after_the_header_timeout()
     let addr = start(
         memory(),
         ServerConfig {
-            header_read_timeout: SHORT,
+            http: HttpConfig {
+                header_read_timeout: SHORT,
+                ..patient_http()
+            },
             ..patient()
         },
     )
@@ -132,7 +145,10 @@ async fn a_connection_that_sends_nothing_is_closed_after_the_header_timeout() {
     let addr = start(
         memory(),
         ServerConfig {
-            header_read_timeout: SHORT,
+            http: HttpConfig {
+                header_read_timeout: SHORT,
+                ..patient_http()
+            },
             ..patient()
         },
     )
@@ -146,7 +162,10 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() {
     let addr = start(
         memory(),
         ServerConfig {
-            idle_timeout: SHORT,
+            http: HttpConfig {
+                idle_timeout: SHORT,
+                ..patient_http()
+            },
             ..patient()
         },
     )
@@ -182,8 +201,11 @@ async fn a_slow_store_call_outlasts_the_header_and_idle_timeouts() {
     let addr = start(
         Arc::new(Slow(InMemoryTaskStore::new())),
         ServerConfig {
-            header_read_timeout: SHORT,
-            idle_timeout: SHORT,
+            http: HttpConfig {
+                header_read_timeout: SHORT,
+                idle_timeout: SHORT,
+                ..patient_http()
+            },
             ..patient()
         },
     )
@@ -197,7 +219,10 @@ async fn a_body_that_stops_arriving_gets_408_after_the_body_timeout() {
     let addr = start(
         memory(),
         ServerConfig {
-            body_read_timeout: SHORT,
+            http: HttpConfig {
+                body_read_timeout: SHORT,
+                ..patient_http()
+            },
             ..patient()
         },
     )
@@ -261,7 +286,10 @@ async fn connections_over_the_cap_wait_until_one_closes() {
     let addr = start(
         memory(),
         ServerConfig {
-            max_connections: 2,
+            http: HttpConfig {
+                max_connections: 2,
+                ..patient_http()
+            },
             ..patient()
         },
     )
@@ -309,8 +337,11 @@ async fn a_full_background_queue_answers_busy_and_saves_nothing() {
     let addr = start(
         Arc::clone(&store) as Arc<dyn TaskStore>,
         ServerConfig {
-            max_background_tasks: 1,
-            agent: Arc::new(Gate(Arc::clone(&gate))),
+            service: ServiceConfig {
+                max_background_tasks: 1,
+                agent: Arc::new(Gate(Arc::clone(&gate))),
+                ..Default::default()
+            },
             ..patient()
         },
     )
@@ -415,7 +446,10 @@ async fn a_list_answer_over_the_byte_cap_is_cut_and_continues_on_the_next_page()
     let addr = start(
         Arc::clone(&store) as Arc<dyn TaskStore>,
         ServerConfig {
-            max_list_bytes: cap,
+            service: ServiceConfig {
+                max_list_bytes: cap,
+                ..Default::default()
+            },
             ..patient()
         },
     )
@@ -443,7 +477,10 @@ async fn a_task_larger_than_the_list_cap_comes_on_a_page_of_its_own() {
     let addr = start(
         Arc::clone(&store) as Arc<dyn TaskStore>,
         ServerConfig {
-            max_list_bytes: 500,
+            service: ServiceConfig {
+                max_list_bytes: 500,
+                ..Default::default()
+            },
             ..patient()
         },
     )

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
-use toolnexus_a2a::{EchoAgent, ServerConfig, Stores, Tokens, serve_stores};
+use toolnexus_a2a::{EchoAgent, ServerConfig, ServiceConfig, Stores, Tokens, serve_stores};
 use toolnexus_core::{InMemoryTaskStore, StoreError, TaskStore, task_state};
 
 /// A memory store per namespace, the root included.
@@ -59,10 +59,13 @@ async fn start(config: ServerConfig) -> Server {
 
 fn slow(ms: u64) -> ServerConfig {
     ServerConfig {
-        agent: Arc::new(EchoAgent {
-            delay: Duration::from_millis(ms),
-        }),
-        poll_interval: Duration::from_millis(50),
+        service: ServiceConfig {
+            agent: Arc::new(EchoAgent {
+                delay: Duration::from_millis(ms),
+            }),
+            poll_interval: Duration::from_millis(50),
+            ..Default::default()
+        },
         ..Default::default()
     }
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::Notify;
-use toolnexus_a2a::{PushNotifier, ServerConfig, Stores, serve_stores};
+use toolnexus_a2a::{PushNotifier, ServerConfig, ServiceConfig, Stores, serve_stores};
 use toolnexus_core::{InMemoryTaskStore, StoreError, Task, TaskStore};
 
 /// A sender that refuses `http://` URLs, seals tokens by marking them with where they are kept
@@ -159,11 +159,14 @@ struct Server {
 async fn start_over(stores: Arc<Namespaces>, with_notifier: bool, delay_ms: u64) -> Server {
     let recorder = Arc::new(Recorder::default());
     let config = ServerConfig {
-        agent: Arc::new(toolnexus_a2a::EchoAgent {
-            delay: Duration::from_millis(delay_ms),
-        }),
-        tenants: vec!["acme".into()],
-        push: with_notifier.then(|| Arc::clone(&recorder) as Arc<dyn PushNotifier>),
+        service: ServiceConfig {
+            agent: Arc::new(toolnexus_a2a::EchoAgent {
+                delay: Duration::from_millis(delay_ms),
+            }),
+            tenants: ["acme".to_owned()].into(),
+            push: with_notifier.then(|| Arc::clone(&recorder) as Arc<dyn PushNotifier>),
+            ..Default::default()
+        },
         ..Default::default()
     };
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -9,7 +9,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Notify;
 use toolnexus_a2a::{
-    Agent, Artifact, Outcome, OwnerLimits, Part, ServerConfig, Work, codes, serve,
+    Agent, Artifact, HttpConfig, Outcome, OwnerLimits, Part, ServerConfig, ServiceConfig, Work,
+    codes, serve,
 };
 use toolnexus_core::InMemoryTaskStore;
 
@@ -43,12 +44,18 @@ async fn a_stream_the_client_does_not_read_is_ended_with_an_error_once_its_backl
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let config = ServerConfig {
-        agent: Arc::new(Floods(Arc::clone(&emitted))),
-        owner_limits: OwnerLimits {
-            max_stream_backlog_bytes: 1 << 20,
-            ..OwnerLimits::default()
+        service: ServiceConfig {
+            agent: Arc::new(Floods(Arc::clone(&emitted))),
+            owner_limits: OwnerLimits {
+                max_stream_backlog_bytes: 1 << 20,
+                ..OwnerLimits::default()
+            },
+            ..Default::default()
         },
-        idle_timeout: Duration::from_secs(600),
+        http: HttpConfig {
+            idle_timeout: Duration::from_secs(600),
+            ..Default::default()
+        },
         ..Default::default()
     };
     tokio::spawn(serve(listener, Arc::new(InMemoryTaskStore::new()), config));

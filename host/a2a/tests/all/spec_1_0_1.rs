@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
-use toolnexus_a2a::{EchoAgent, ServerConfig, serve};
+use toolnexus_a2a::{EchoAgent, ServerConfig, ServiceConfig, serve};
 use toolnexus_core::InMemoryTaskStore;
 
 /// A server over a memory store whose echo agent answers at once; its base URL (no trailing
@@ -17,9 +17,12 @@ async fn start() -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let config = ServerConfig {
-        agent: Arc::new(EchoAgent {
-            delay: Duration::ZERO,
-        }),
+        service: ServiceConfig {
+            agent: Arc::new(EchoAgent {
+                delay: Duration::ZERO,
+            }),
+            ..Default::default()
+        },
         ..Default::default()
     };
     tokio::spawn(serve(listener, Arc::new(InMemoryTaskStore::new()), config));

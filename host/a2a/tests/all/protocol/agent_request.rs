@@ -4,7 +4,7 @@
 use super::{message_v1, start};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-use toolnexus_a2a::{Agent, Outcome, Request, ServerConfig, Work};
+use toolnexus_a2a::{Agent, Outcome, Request, ServerConfig, ServiceConfig, Work};
 
 #[derive(Default)]
 struct Recorder(Mutex<Vec<Request>>);
@@ -21,7 +21,10 @@ impl Agent for Recorder {
 async fn the_agent_sees_the_metadata_and_the_extensions_asked_for() {
     let recorder = Arc::new(Recorder::default());
     let server = start(ServerConfig {
-        agent: Arc::clone(&recorder) as Arc<dyn Agent>,
+        service: ServiceConfig {
+            agent: Arc::clone(&recorder) as Arc<dyn Agent>,
+            ..ServiceConfig::default()
+        },
         ..ServerConfig::default()
     })
     .await;

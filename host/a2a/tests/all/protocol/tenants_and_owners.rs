@@ -6,7 +6,10 @@ use super::*;
 #[tokio::test(flavor = "multi_thread")]
 async fn tenants_are_separate_and_undeclared_ones_refused() {
     let server = start(ServerConfig {
-        tenants: vec!["acme".into(), "beta".into()],
+        service: ServiceConfig {
+            tenants: ["acme".to_owned(), "beta".to_owned()].into(),
+            ..Default::default()
+        },
         ..Default::default()
     })
     .await;

@@ -1,4 +1,4 @@
-//! Keeping a store tidy around the server: **recovery** at startup (Tasks a crash left
+//! Keeping a store tidy around a server: **recovery** at startup (Tasks a crash left
 //! `submitted` or `working`) and **retention** (removing terminal Tasks past an age).
 //!
 //! Both walk the store's listing ([`TaskStore::list`], every page) and act on each Task through
@@ -7,27 +7,27 @@
 //! without one answers [`StoreError::Unsupported`] to `list`: recovery then logs a warning and
 //! does nothing, retention stops, and [`prune`] returns that error.
 //!
-//! [`serve`](crate::serve) runs both by itself ([`ServerConfig::recovery`],
-//! [`ServerConfig::retain`]). An application that embeds [`router`](crate::router) instead calls
-//! [`recover_at_startup`] before it accepts requests and spawns [`retention`].
+//! The HTTP server's `serve` (crate `toolnexus-a2a`) runs both by itself (its
+//! `ServerConfig::recovery` and `ServerConfig::retain`). An application that embeds its router
+//! instead calls [`recover_at_startup`] before it accepts requests and spawns [`retention`].
+//! Nothing here needs the HTTP server: `tnstore prune` is [`prune`] alone.
 //!
 //! # Recovery and replicas
 //!
 //! Recovery fails every `submitted` or `working` Task whose status timestamp is before this
 //! server's start (in an earlier millisecond: [`fail_interrupted`]). Over a store shared by
-//! several live replicas, that includes the Tasks the *other* replicas are working on right now: one replica's restart fails them (their agents'
-//! final saves then find the Task terminal and leave it so). Run replicas over a shared store
-//! with [`Recovery::Off`] (`tnstore serve --recovery off`) and resolve interrupted Tasks another
-//! way.
+//! several live replicas, that includes the Tasks the *other* replicas are working on right
+//! now: one replica's restart fails them (their agents' final saves then find the Task
+//! terminal and leave it so). Run replicas over a shared store with [`Recovery::Off`]
+//! (`tnstore serve --recovery off`) and resolve interrupted Tasks another way.
 
-use crate::config::ServerConfig;
 pub use crate::recovery_policy::Recovery;
+use crate::service::{new_id, with_status};
+use crate::service_config::ServiceConfig;
+use crate::{A2aError, PushNotifier};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
-use toolnexus_a2a_protocol::A2aError as RpcError;
-use toolnexus_a2a_protocol::PushNotifier;
-use toolnexus_a2a_protocol::service::{new_id, with_status};
 use toolnexus_core::state::{TERMINAL_STATES, TaskState, normalize_state};
 use toolnexus_core::transition::{Step, transition};
 use toolnexus_core::{ListQuery, StoreError, Task, TaskStore, Timestamp, query, task_state};
@@ -58,39 +58,41 @@ pub fn cutoff(age: Duration) -> Timestamp {
     Timestamp::from_unix_nanos(now().unix_nanos().saturating_sub(age))
 }
 
-/// Runs the recovery policy of `config` over `store`, for a server that started at `started`:
-/// with [`Recovery::FailInterrupted`] (and an agent that cannot resume) fails the interrupted
-/// Tasks ([`fail_interrupted`]). Never fails itself: what went wrong is logged (target
-/// `toolnexus::server`), and a store without a catalog gets one warning. Returns how many
-/// Tasks it failed.
+/// Runs the `recovery` policy over `store`, for a server of `service` (its agent) that started
+/// at `started`: with [`Recovery::FailInterrupted`] (and an agent that cannot resume) fails
+/// the interrupted Tasks ([`fail_interrupted`]). Never fails itself: what went wrong is logged
+/// (target `toolnexus::server`), and a store without a catalog gets one warning. Returns how
+/// many Tasks it failed.
 pub async fn recover_at_startup(
     store: &dyn TaskStore,
-    config: &ServerConfig,
+    recovery: Recovery,
+    service: &ServiceConfig,
     started: Timestamp,
 ) -> u64 {
-    recover_namespace_at_startup(store, None, config, started).await
+    recover_namespace_at_startup(store, None, recovery, service, started).await
 }
 
 /// [`recover_at_startup`] for the store of `namespace` (as [`Scope::namespace`] names it;
-/// `None`: the root store), telling [`ServerConfig::push`] of each Task it fails, as the
-/// server tells it of every save it makes (when the store keeps push configs).
+/// `None`: the root store), telling [`ServiceConfig::push`] of each Task it fails, as the
+/// service tells it of every save it makes (when the store keeps push configs).
 ///
-/// [`Scope::namespace`]: toolnexus_a2a_protocol::Scope::namespace
+/// [`Scope::namespace`]: crate::Scope::namespace
 pub async fn recover_namespace_at_startup(
     store: &dyn TaskStore,
     namespace: Option<&str>,
-    config: &ServerConfig,
+    recovery: Recovery,
+    service: &ServiceConfig,
     started: Timestamp,
 ) -> u64 {
-    if config.recovery == Recovery::Off {
+    if recovery == Recovery::Off {
         return 0;
     }
-    if config.agent.can_resume() {
+    if service.agent.can_resume() {
         tracing::warn!(target: "toolnexus::server", store = %store.describe(),
             "recovery: the agent says it can resume interrupted tasks; leaving them as they are");
         return 0;
     }
-    let push = config
+    let push = service
         .push
         .as_deref()
         .filter(|_| store.supports_push_configs())
@@ -162,7 +164,7 @@ pub async fn fail_interrupted_telling(
             let page = store.list(&query).await?;
             for task in page.tasks.iter().filter(|t| interrupted(t)) {
                 let id = task.id();
-                let decide = |current: &Task| -> Result<Step, RpcError> {
+                let decide = |current: &Task| -> Result<Step, A2aError> {
                     if !interrupted(current) {
                         // Terminal (a concurrent cancel wins), or moved on by a live writer.
                         return Ok(Step::Stop);
@@ -305,7 +307,7 @@ mod tests {
     }
 
     fn recent() -> String {
-        toolnexus_a2a_protocol::service::now()
+        crate::service::now()
     }
 
     async fn ids(store: &InMemoryTaskStore) -> Vec<String> {
@@ -482,8 +484,11 @@ mod tests {
         store.save(&task("w", "working", Some(OLD))).await.unwrap();
         let err = prune(&store, now(), &[]).await.unwrap_err();
         assert!(matches!(err, StoreError::Unsupported { .. }), "{err}");
-        let config = ServerConfig::default();
-        assert_eq!(recover_at_startup(&store, &config, now()).await, 0);
+        let service = ServiceConfig::default();
+        assert_eq!(
+            recover_at_startup(&store, Recovery::FailInterrupted, &service, now()).await,
+            0
+        );
         assert_eq!(
             task_state(&store.get("w").await.unwrap().unwrap()),
             "working"
@@ -634,11 +639,8 @@ mod tests {
 
     #[async_trait::async_trait]
     impl Agent for Resumer {
-        async fn run(
-            &self,
-            _work: &mut toolnexus_a2a_protocol::Work,
-        ) -> Result<toolnexus_a2a_protocol::Outcome, String> {
-            Ok(toolnexus_a2a_protocol::Outcome::Completed(None))
+        async fn run(&self, _work: &mut crate::Work) -> Result<crate::Outcome, String> {
+            Ok(crate::Outcome::Completed(None))
         }
         fn can_resume(&self) -> bool {
             true
@@ -649,22 +651,22 @@ mod tests {
     async fn recovery_off_or_a_resuming_agent_leaves_tasks_alone() {
         let store = InMemoryTaskStore::new();
         store.save(&task("w", "working", Some(OLD))).await.unwrap();
-        let off = ServerConfig {
-            recovery: Recovery::Off,
-            ..Default::default()
-        };
-        assert_eq!(recover_at_startup(&store, &off, now()).await, 0);
-        let resumer = ServerConfig {
+        let echo = ServiceConfig::default();
+        assert_eq!(
+            recover_at_startup(&store, Recovery::Off, &echo, now()).await,
+            0
+        );
+        let resumer = ServiceConfig {
             agent: Arc::new(Resumer),
             ..Default::default()
         };
-        assert_eq!(recover_at_startup(&store, &resumer, now()).await, 0);
+        let fail = Recovery::FailInterrupted;
+        assert_eq!(recover_at_startup(&store, fail, &resumer, now()).await, 0);
         assert_eq!(
             task_state(&store.get("w").await.unwrap().unwrap()),
             "working"
         );
-        let on = ServerConfig::default();
-        assert_eq!(recover_at_startup(&store, &on, now()).await, 1);
+        assert_eq!(recover_at_startup(&store, fail, &echo, now()).await, 1);
         assert_eq!(
             task_state(&store.get("w").await.unwrap().unwrap()),
             "failed"
